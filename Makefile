@@ -1,0 +1,43 @@
+# Every target creates .venv on a fresh machine first.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: venv demo test test-slow bench bench-quick docs lint notebooks clean
+
+$(STAMP): pyproject.toml
+	test -d $(VENV) || $(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python -m jaxsolve.demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q -n 2 -m "not slow" --durations=15
+
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -q -m slow
+
+bench: $(STAMP)
+	for f in bench/*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+
+bench-quick: $(STAMP)
+	for f in bench/*.py; do echo "== $$f"; $(BIN)/python $$f --quick || exit 1; done
+
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict
+
+notebooks: $(STAMP)
+	$(BIN)/python tools/run_notebooks.py notebooks
+
+lint: $(STAMP)
+	$(BIN)/ruff check jaxsolve tests bench tools
+	$(BIN)/ruff format --check jaxsolve tests bench tools
+
+clean:
+	rm -rf $(VENV) site demo_output .pytest_cache

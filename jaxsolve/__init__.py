@@ -1,0 +1,69 @@
+"""jaxsolve: JAX-native optimization solvers that jit, vmap, shard and differentiate.
+
+Every algorithm is a pure ``init``/``step`` pair (:class:`Solver`) run by one driver,
+:func:`solve`. Families live in subpackages (``jaxsolve.qp``, ``jaxsolve.projections``,
+``jaxsolve.first_order``, ...), imported on first use.
+"""
+
+import importlib
+
+from jaxsolve.core import (
+    Solution,
+    Solver,
+    SolverError,
+    Status,
+    custom_fixed_point,
+    custom_root,
+    default_tol,
+    make_solver,
+    solve,
+    status_message,
+)
+
+__version__ = "0.1.0"
+
+_SUBPACKAGES = (
+    "blackbox",
+    "cluster",
+    "core",
+    "distributed",
+    "evaluation",
+    "first_order",
+    "frank_wolfe",
+    "layers",
+    "losses",
+    "manifolds",
+    "nlp",
+    "ot",
+    "projections",
+    "qp",
+    "regret",
+    "riemannian",
+    "second_order",
+    "sensing",
+    "submodular",
+    "testing",
+    "transforms",
+)
+
+
+def __getattr__(name):
+    # Lazy subpackages: `import jaxsolve` stays fast and a family's optional
+    # dependencies are only imported when that family is used.
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"jaxsolve.{name}")
+    raise AttributeError(f"module 'jaxsolve' has no attribute {name!r}")
+
+
+__all__ = [
+    "Solution",
+    "Solver",
+    "SolverError",
+    "Status",
+    "custom_fixed_point",
+    "custom_root",
+    "default_tol",
+    "make_solver",
+    "solve",
+    "status_message",
+]

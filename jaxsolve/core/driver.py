@@ -1,0 +1,318 @@
+"""One driver for every solver: ``jaxsolve.solve``.
+
+The loop is compiled once per solver structure and problem shape. Termination and
+the final status follow one rule for every solver (see :func:`solve`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from functools import partial
+from typing import Any, NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxsolve.core.protocol import Solver
+from jaxsolve.core.status import Status, status_counts, status_message
+from jaxsolve.core.validation import check_floating, check_nonempty, is_concrete
+
+__all__ = ["Solution", "solve", "default_tol", "SolverError", "run_steps"]
+
+_DEFAULT_TOL = {
+    np.dtype(np.float64): 1e-8,
+    np.dtype(np.float32): 1e-4,
+    np.dtype(np.float16): 1e-2,
+    np.dtype(jnp.bfloat16): 1e-2,
+}
+
+
+def default_tol(x) -> float:
+    """Default tolerance for the dtype of ``x`` (a pytree or a dtype).
+
+    float64 -> 1e-8, float32 -> 1e-4, 16-bit floats -> 1e-2: roughly the accuracy an
+    optimality measure can reach in that precision, so float32 runs do not stall
+    at a float64 tolerance.
+    """
+    if isinstance(x, np.dtype | type) or hasattr(x, "itemsize") and not hasattr(x, "shape"):
+        dtype = np.dtype(x)
+    else:
+        leaves = [
+            leaf
+            for leaf in jax.tree.leaves(x)
+            if jnp.issubdtype(jnp.result_type(leaf), jnp.inexact)
+        ]
+        dtype = np.dtype(jnp.result_type(*leaves)) if leaves else np.dtype(jnp.float32)
+    if jnp.issubdtype(dtype, jnp.complexfloating):
+        dtype = np.dtype(jnp.finfo(dtype).dtype)
+    return _DEFAULT_TOL.get(dtype, float(math.sqrt(jnp.finfo(dtype).eps)))
+
+
+class SolverError(RuntimeError):
+    """Raised by ``solve(..., throw=True)`` when a solve ends with a failure status."""
+
+
+class Solution(NamedTuple):
+    """The result of :func:`solve`.
+
+    Attributes:
+        x: the final iterate (``state.x``, after the solver's ``finalize``).
+        state: the solver's final state (multipliers, penalties, ... live here).
+        status: int32 :class:`~jaxsolve.Status` code (an array under ``vmap``).
+        num_steps: number of ``step`` calls made (int32).
+        error: the solver's optimality measure at the end.
+        history: per-step ``error`` (length ``max_steps``, NaN after the last step)
+            when requested with ``history=True`` or with ``loop="fixed"``, else None.
+    """
+
+    x: Any
+    state: Any
+    status: jax.Array
+    num_steps: jax.Array
+    error: jax.Array
+    history: Any = None
+
+    @property
+    def message(self):
+        """Human-readable meaning of ``status`` (a list for a batch)."""
+        return status_message(self.status)
+
+    @property
+    def success(self):
+        return self.status == Status.SUCCESS
+
+    def counts(self) -> dict[str, int]:
+        """Status counts over a batch: a batched solve must not hide failures."""
+        return status_counts(self.status)
+
+
+def _tree_isfinite(x) -> jax.Array:
+    leaves = [jnp.all(jnp.isfinite(leaf)) for leaf in jax.tree.leaves(x)]
+    return jnp.all(jnp.stack(leaves)) if leaves else jnp.asarray(True)
+
+
+def _done(state, tol):
+    return (state.error <= tol) | (state.status != Status.SUCCESS) | ~jnp.isfinite(state.error)
+
+
+def _final(solver: Solver, state, args, tol, num_steps, history) -> Solution:
+    converged = state.error <= tol
+    if solver.finalize is not None:
+        state = solver.finalize(state, args, converged)
+    nonfinite = ~(_tree_isfinite(state.x) & jnp.isfinite(state.error))
+    status = jnp.where(
+        nonfinite,
+        Status.NONFINITE,
+        jnp.where(
+            state.status != Status.SUCCESS,
+            state.status,
+            jnp.where(state.error <= tol, Status.SUCCESS, Status.MAX_STEPS),
+        ),
+    ).astype(jnp.int32)
+    state = state._replace(status=status)
+    return Solution(state.x, state, status, jnp.asarray(num_steps, jnp.int32), state.error, history)
+
+
+def _advance(solver: Solver, state, args, tol, k, limit, hist):
+    """Step while ``k < limit`` and not done. One compiled body serves every mode."""
+
+    def cond(carry):
+        s, j, _ = carry
+        return (j < limit) & ~_done(s, tol)
+
+    def body(carry):
+        s, j, h = carry
+        s, _ = solver.step(s, args)
+        if h is not None:
+            h = h.at[j].set(s.error.astype(h.dtype))
+        return s, j + 1, h
+
+    return jax.lax.while_loop(cond, body, (state, k, hist))
+
+
+@partial(jax.jit, static_argnames=("max_steps", "record"))
+def _solve_while(solver, x0, args, tol, max_steps_dyn, *, max_steps, record):
+    state = solver.init(x0, args)
+    tol = jnp.asarray(tol, state.error.dtype)
+    hist = jnp.full((max_steps,), jnp.nan, state.error.dtype) if record else None
+    state, k, hist = _advance(solver, state, args, tol, jnp.int32(0), max_steps_dyn, hist)
+    return _final(solver, state, args, tol, k, hist)
+
+
+@partial(jax.jit, static_argnames=("max_steps",))
+def _solve_fixed(solver, x0, args, tol, *, max_steps):
+    state = solver.init(x0, args)
+    tol = jnp.asarray(tol, state.error.dtype)
+
+    def body(s, _):
+        s, _ = solver.step(s, args)
+        return s, s.error
+
+    state, hist = jax.lax.scan(body, state, None, length=max_steps)
+    return _final(solver, state, args, tol, max_steps, hist)
+
+
+@jax.jit
+def _init_jit(solver, x0, args):
+    return solver.init(x0, args)
+
+
+@jax.jit
+def _chunk_jit(solver, state, args, tol, k, limit):
+    tol = jnp.asarray(tol, state.error.dtype)
+    state, k, _ = _advance(solver, state, args, tol, k, limit, None)
+    return state, k, _done(state, tol)
+
+
+@jax.jit
+def _final_jit(solver, state, args, tol, k):
+    return _final(solver, state, args, jnp.asarray(tol, state.error.dtype), k, None)
+
+
+def run_steps(solver: Solver, state, args, num_steps: int):
+    """Apply ``step`` exactly ``num_steps`` times (uncompiled helper for tests/debugging)."""
+    for _ in range(num_steps):
+        state, _ = solver.step(state, args)
+    return state
+
+
+def _progress_bar(total: int, enabled: bool):
+    if not enabled:
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:  # pragma: no cover - tqdm is in the dev extra
+        return None
+    return tqdm(total=total, unit="step", leave=True)
+
+
+def _solve_progress(solver, x0, args, tol, max_steps, chunk, callback, show):
+    if not (is_concrete(x0) and is_concrete(args)):
+        raise ValueError(
+            "progress=True / callback= drive the loop from Python and cannot run under "
+            "jit/vmap/grad; use the compiled loop (progress=False) there"
+        )
+    state = _init_jit(solver, x0, args)
+    k = jnp.int32(0)
+    bar = _progress_bar(max_steps, show)
+    try:
+        while int(k) < max_steps:
+            limit = jnp.int32(min(int(k) + chunk, max_steps))
+            prev = int(k)
+            state, k, done = _chunk_jit(solver, state, args, tol, k, limit)
+            if bar is not None:
+                bar.update(int(k) - prev)
+                bar.set_postfix(error=f"{float(state.error):.3e}")
+            if bool(done):
+                break
+            if callback is not None and callback(state, int(k)):
+                break
+    finally:
+        if bar is not None:
+            bar.close()
+    return _final_jit(solver, state, args, tol, k)
+
+
+def solve(
+    solver: Solver,
+    x0: Any,
+    args: Any = None,
+    *,
+    tol: float | jax.Array | None = None,
+    max_steps: int = 1000,
+    loop: str = "while",
+    throw: bool = False,
+    progress: bool = False,
+    callback: Callable | None = None,
+    chunk: int | None = None,
+    history: bool = False,
+) -> Solution:
+    r"""Run ``solver`` from ``x0`` on problem data ``args``.
+
+    Termination and status, the same for every solver:
+
+    * the loop stops when ``state.error <= tol``, when the solver declares a terminal
+      condition (``state.status != SUCCESS``), when ``error`` is not finite, or after
+      ``max_steps`` steps;
+    * then ``solver.finalize`` runs if the solver has one;
+    * the final status is ``NONFINITE`` if ``x`` or ``error`` holds NaN/Inf, else the
+      solver-declared status if any, else ``SUCCESS`` if ``error <= tol``, else
+      ``MAX_STEPS``.
+
+    Args:
+        solver: a :class:`~jaxsolve.Solver`.
+        x0: initial iterate (any pytree of floating arrays).
+        args: problem data (a pytree of arrays; vmapped, sharded, differentiated).
+        tol: tolerance on ``state.error``; default by dtype (:func:`default_tol`).
+        max_steps: step budget (a Python int >= 1).
+        loop: ``"while"`` (``lax.while_loop``; under ``vmap`` finished lanes are frozen,
+            so a batched solve equals the loop of single solves lane for lane) or
+            ``"fixed"`` (``lax.scan`` for exactly ``max_steps`` steps, reverse-mode
+            differentiable: deep unfolding).
+        throw: raise :class:`SolverError` on a failure status (under ``jit`` through
+            ``equinox.error_if``, reliable on CPU).
+        progress: run jitted chunks of ``chunk`` steps from Python with a progress bar;
+            returns the same Solution as the compiled loop.
+        callback: ``callback(state, num_steps) -> bool | None`` called after each chunk
+            (implies host-driven chunks); returning True stops early.
+        chunk: steps per chunk for ``progress``/``callback`` (default ``max(1, max_steps // 50)``).
+        history: record the per-step ``error`` in ``Solution.history`` (while loop).
+
+    Returns:
+        A :class:`Solution`.
+    """
+    if not isinstance(solver, Solver):
+        raise TypeError(f"solver must be a jaxsolve.Solver, got {type(solver).__name__}")
+    if isinstance(max_steps, bool) or not isinstance(max_steps, int | np.integer) or max_steps < 1:
+        raise ValueError(f"max_steps must be a positive int, got {max_steps!r}")
+    max_steps = int(max_steps)
+    if loop not in ("while", "fixed"):
+        raise ValueError(f"loop must be 'while' or 'fixed', got {loop!r}")
+    check_nonempty("x0", x0)
+    check_floating("x0", x0)
+    if tol is None:
+        tol = default_tol(x0)
+    elif is_concrete(tol):
+        t = np.asarray(tol)
+        if t.ndim == 0 and (np.isnan(t) or t < 0):
+            raise ValueError(f"tol must be a non-negative number, got {tol!r}")
+    if (progress or callback is not None) and loop == "fixed":
+        raise ValueError("progress/callback run the 'while' loop in chunks; use loop='while'")
+
+    if progress or callback is not None:
+        chunk = max(1, max_steps // 50) if chunk is None else int(chunk)
+        if chunk < 1:
+            raise ValueError(f"chunk must be a positive int, got {chunk}")
+        sol = _solve_progress(solver, x0, args, tol, max_steps, chunk, callback, progress)
+    elif loop == "fixed":
+        sol = _solve_fixed(solver, x0, args, tol, max_steps=max_steps)
+    else:
+        sol = _solve_while(
+            solver,
+            x0,
+            args,
+            tol,
+            jnp.int32(max_steps),
+            max_steps=max_steps if history else 0,
+            record=history,
+        )
+    if throw:
+        sol = _throw(sol)
+    return sol
+
+
+def _throw(sol: Solution) -> Solution:
+    if is_concrete(sol.status):
+        codes = np.asarray(sol.status)
+        if np.any(codes != Status.SUCCESS):
+            counts = status_counts(codes)
+            first = Status(int(codes.ravel()[np.argmax(codes.ravel() != 0)]))
+            raise SolverError(
+                f"solve failed: {first.name}: {first.message} (status counts {counts})"
+            )
+        return sol
+    x = eqx.error_if(sol.x, sol.status != Status.SUCCESS, "jaxsolve.solve: failure status")
+    return sol._replace(x=x)

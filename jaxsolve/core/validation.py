@@ -1,0 +1,90 @@
+"""Input checks run before tracing: clear errors that name the argument.
+
+All checks are skipped for abstract values (tracers), so a solver called inside a
+user's ``jit`` or ``vmap`` still works; there, bad numbers surface as a status.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+__all__ = [
+    "is_concrete",
+    "check_floating",
+    "check_finite",
+    "check_shape",
+    "check_positive",
+    "check_nonempty",
+    "as_float_array",
+]
+
+
+def is_concrete(x) -> bool:
+    """True when ``x`` (a pytree) holds no tracer, so its values can be inspected."""
+    return not any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(x))
+
+
+def check_floating(name: str, x) -> None:
+    """Raise ``TypeError`` if a leaf of ``x`` is not a floating (or complex) array."""
+    for path, leaf in jax.tree_util.tree_leaves_with_path(x):
+        dtype = jnp.result_type(leaf)
+        if not jnp.issubdtype(dtype, jnp.inexact):
+            where = f"{name}{jax.tree_util.keystr(path)}"
+            raise TypeError(
+                f"{where} must be a floating-point array, got dtype {dtype}; "
+                f"convert it with jnp.asarray({name}, dtype=jnp.float32) (or float64)"
+            )
+
+
+def check_finite(name: str, x) -> None:
+    """Raise ``ValueError`` if a concrete leaf of ``x`` holds NaN (Inf is allowed: bounds)."""
+    if not is_concrete(x):
+        return
+    for path, leaf in jax.tree_util.tree_leaves_with_path(x):
+        if np.any(np.isnan(np.asarray(leaf))):
+            raise ValueError(f"{name}{jax.tree_util.keystr(path)} contains NaN")
+
+
+def check_shape(name: str, x, shape: tuple) -> None:
+    """Raise ``ValueError`` unless ``x.shape`` matches ``shape`` (``None`` = any size)."""
+    xs = tuple(np.shape(x))
+    ok = len(xs) == len(shape) and all(s is None or s == t for s, t in zip(shape, xs, strict=False))
+    if not ok:
+        want = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ")"
+        raise ValueError(f"{name} must have shape {want}, got {xs}")
+
+
+def check_positive(name: str, value, *, allow_none: bool = False, strict: bool = True) -> None:
+    """Raise ``ValueError`` if a concrete ``value`` is not (strictly) positive."""
+    if value is None:
+        if allow_none:
+            return
+        raise ValueError(f"{name} must be given")
+    if not is_concrete(value):
+        return
+    arr = np.asarray(value)
+    bad = np.any(arr <= 0) if strict else np.any(arr < 0)
+    if bad or np.any(np.isnan(arr)):
+        raise ValueError(f"{name} must be {'positive' if strict else 'non-negative'}, got {value}")
+
+
+def check_nonempty(name: str, x) -> None:
+    """Raise ``ValueError`` for an empty pytree or an array with a zero-size axis."""
+    leaves = jax.tree.leaves(x)
+    if not leaves:
+        raise ValueError(f"{name} is empty")
+    for path, leaf in jax.tree_util.tree_leaves_with_path(x):
+        if 0 in np.shape(leaf):
+            raise ValueError(
+                f"{name}{jax.tree_util.keystr(path)} has an empty axis (shape {np.shape(leaf)})"
+            )
+
+
+def as_float_array(name: str, x, dtype=None):
+    """``jnp.asarray`` that refuses integer/bool input instead of silently casting."""
+    arr = jnp.asarray(x) if dtype is None else jnp.asarray(x, dtype=dtype)
+    if dtype is None:
+        check_floating(name, arr)
+    return arr

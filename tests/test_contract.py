@@ -1,0 +1,20 @@
+"""Every public solver runs through the contract of ``jaxsolve.testing``.
+
+Adding a solver is one step: describe it as ``SolverCase``s in
+``tests/<family>/contract_cases.py`` (a list ``CASES``) and add it to ``REGISTRY`` below.
+"""
+
+import pytest
+
+from jaxsolve.testing import CHECKS
+
+REGISTRY = []
+
+# Each line: the family's contract cases (the module names below are the solver modules).
+# -- registry entries (keep one per line) --
+
+
+@pytest.mark.parametrize("check", sorted(CHECKS))
+@pytest.mark.parametrize("case", REGISTRY, ids=str)
+def test_contract(case, check):
+    CHECKS[check](case)

@@ -1,0 +1,33 @@
+"""Execute every notebook in a folder (CI): fails on the first cell error."""
+
+from __future__ import annotations
+
+import pathlib
+import sys
+import time
+
+import nbformat
+from nbclient import NotebookClient
+
+
+def main(folder: str) -> int:
+    paths = sorted(pathlib.Path(folder).glob("*.ipynb"))
+    if not paths:
+        print("no notebooks found")
+        return 1
+    for path in paths:
+        t0 = time.perf_counter()
+        nb = nbformat.read(path, as_version=4)
+        client = NotebookClient(
+            nb,
+            timeout=900,
+            kernel_name="python3",
+            resources={"metadata": {"path": str(path.parent)}},
+        )
+        client.execute()
+        print(f"{path}: ok ({time.perf_counter() - t0:.1f}s)", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "notebooks"))
