@@ -12,11 +12,13 @@ from jaxsolve.core import (
     Solver,
     SolverError,
     Status,
+    batch_mesh,
     custom_fixed_point,
     custom_root,
     default_tol,
     make_solver,
     solve,
+    solve_batch,
     status_message,
 )
 
@@ -60,10 +62,12 @@ __all__ = [
     "Solver",
     "SolverError",
     "Status",
+    "batch_mesh",
     "custom_fixed_point",
     "custom_root",
     "default_tol",
     "make_solver",
     "solve",
+    "solve_batch",
     "status_message",
 ]
