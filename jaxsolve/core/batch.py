@@ -74,13 +74,18 @@ def solve_batch(
 
     Args:
         solver: the :class:`~jaxsolve.Solver` shared by all problems.
-        x0, args: initial iterates and problem data; ``in_axes`` says which carry a
+        x0: initial iterates (leading batch axis unless ``in_axes[0]`` is None).
+        args: problem data; ``in_axes`` says which of ``(x0, args)`` carry a
             leading batch axis (``(None, 0)``: one shared start, batched data).
+        in_axes: a pair of 0/None for ``(x0, args)``.
         mesh: a 1-D :class:`jax.sharding.Mesh` (see :func:`batch_mesh`). The batch is
             padded to a multiple of the number of devices (copies of the last
             problem, dropped from the result) and laid out with
             ``NamedSharding(mesh, PartitionSpec(axis))``.
-        tol, max_steps, loop, history: as in :func:`jaxsolve.solve`.
+        tol: as in :func:`jaxsolve.solve`.
+        max_steps: as in :func:`jaxsolve.solve`.
+        loop: as in :func:`jaxsolve.solve`.
+        history: as in :func:`jaxsolve.solve`.
 
     Returns:
         A :class:`~jaxsolve.Solution` whose leaves have the batch axis first. Equal,
