@@ -24,10 +24,10 @@ test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow
 
 bench: $(STAMP)
-	for f in bench/*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+	for f in $(wildcard bench/*.py); do echo "== $$f"; $(BIN)/python $$f || exit 1; done
 
 bench-quick: $(STAMP)
-	for f in bench/*.py; do echo "== $$f"; $(BIN)/python $$f --quick || exit 1; done
+	for f in $(wildcard bench/*.py); do echo "== $$f"; $(BIN)/python $$f --quick || exit 1; done
 
 docs: $(STAMP)
 	$(BIN)/mkdocs build --strict
