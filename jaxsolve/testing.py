@@ -73,6 +73,9 @@ class SolverCase:
         float32_must_succeed: require ``SUCCESS`` (not just a finite ``MAX_STEPS``).
         compare: ``compare(x) -> array`` extracts what is compared (default: ravel).
         distinct_steps: the vmap batch must contain different iteration counts.
+        batch_size: number of problems in the vmap check.
+        vmap_rtol: bound on the relative difference of a batched lane and its
+            single solve (batched kernels round differently in the last bits).
     """
 
     name: str
@@ -92,6 +95,7 @@ class SolverCase:
     compare: Callable[[Any], Any] | None = None
     distinct_steps: bool = True
     batch_size: int = 4
+    vmap_rtol: float = 1e-9
 
     def __str__(self) -> str:  # pytest ids
         return self.name
@@ -187,7 +191,7 @@ def check_vmap_equals_loop(case: SolverCase) -> None:
         )
         assert int(batched.status[i]) == int(single.status), f"{case.name}: lane {i} status differs"
         err = rel_error(bx, single.x)
-        assert err <= 1e-9, f"{case.name}: lane {i} differs from the single solve by {err:.2e}"
+        assert err <= case.vmap_rtol, f"{case.name}: lane {i} differs from the single solve by {err:.2e}"
         steps.append(int(single.num_steps))
     if case.distinct_steps:
         assert len(set(steps)) > 1, (
