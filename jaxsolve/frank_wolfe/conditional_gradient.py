@@ -1,0 +1,334 @@
+r"""Frank-Wolfe (conditional gradient): vanilla, away-step and pairwise, with a certified gap.
+
+For :math:`\min_{x \in C} f(x)`, :math:`f` convex and smooth, :math:`C` compact convex given
+by a linear minimization oracle (:mod:`jaxsolve.frank_wolfe.lmo`). Each step calls the
+oracle once at the current gradient, :math:`v_t = \mathrm{LMO}(\nabla f(x_t))`, which gives
+the Frank-Wolfe gap :math:`g_t = \langle\nabla f(x_t), x_t - v_t\rangle \ge f(x_t) - f^\star`
+and the lower bound :math:`f(x_t) - g_t \le f^\star` (convexity). ``state.error`` is the
+certified gap :math:`f(x_t) - \max_{i \le t}(f(x_i) - g_i) \le g_t`: with an exact oracle and a
+convex ``f`` it is never below :math:`f(x_t) - f^\star`.
+
+Variants (Lacoste-Julien & Jaggi, "On the global linear convergence of Frank-Wolfe
+optimization variants", NeurIPS 2015):
+
+* ``"vanilla"``: :math:`x^+ = x + \gamma (v - x)`, :math:`\gamma \in [0, 1]` (Frank & Wolfe 1956).
+* ``"away"``: also considers moving away from the active vertex
+  :math:`a = \arg\max_{u \in S} \langle\nabla f, u\rangle`, :math:`d = x - a`,
+  :math:`\gamma_{\max} = \lambda_a/(1-\lambda_a)`, when its gap is larger.
+* ``"pairwise"``: :math:`d = v - a`, :math:`\gamma_{\max} = \lambda_a`.
+
+The active set (vertices and convex weights) lives in fixed-capacity arrays
+(``capacity`` rows of the flattened iterate), so the whole method jits and vmaps;
+``x0`` is its first atom (any feasible point). If a new vertex arrives when all
+slots are used, the solver stops with ``Status.BREAKDOWN`` (raise ``capacity``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax.flatten_util import ravel_pytree
+
+from jaxsolve.core import Status, make_solver
+from jaxsolve.frank_wolfe import steps as _steps
+
+__all__ = ["frank_wolfe", "FWState", "FWInfo"]
+
+VARIANTS = ("vanilla", "away", "pairwise")
+
+
+class FWState(NamedTuple):
+    x: Any
+    iter_num: jax.Array
+    error: jax.Array  # certified upper bound on f(x) - f*
+    status: jax.Array
+    value: jax.Array  # f(x)
+    grad: Any
+    vertex: Any  # LMO(grad)
+    fw_gap: jax.Array
+    lower: jax.Array  # best certified lower bound on f*
+    pd_lower: jax.Array  # lower bound W driving the primal-dual short step
+    lipschitz: jax.Array  # current smoothness estimate (backtracking) or the given L
+    weights: jax.Array  # (capacity,) convex weights of the active atoms (away/pairwise)
+    atoms: jax.Array  # (capacity, n) flattened atoms
+    num_oracle: jax.Array  # LMO calls so far
+    num_fun: jax.Array  # evaluations of f (or f and its gradient)
+
+
+class FWInfo(NamedTuple):
+    gamma: jax.Array
+    kind: jax.Array  # 0 Frank-Wolfe step, 1 away step, 2 pairwise step
+    slope: jax.Array
+
+
+def _vdot(a, b):
+    return sum(
+        jnp.vdot(u, w) for u, w in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True)
+    )
+
+
+def _axpy(a, x, y):
+    return jax.tree.map(lambda u, w: u + a * w, y, x)
+
+
+def _sub(a, b):
+    return jax.tree.map(jnp.subtract, a, b)
+
+
+def _evaluate(fun, lmo, x, args):
+    f, g = jax.value_and_grad(fun)(x, args)
+    v = lmo(g)
+    gap = _vdot(g, _sub(x, v))
+    return f, g, v, gap
+
+
+def _init(x0, args, *, hp, fun, lmo, variant, rule, capacity):
+    step = rule
+    f, g, v, gap = _evaluate(fun, lmo, x0, args)
+    dtype = jnp.result_type(f)
+    flat, _ = ravel_pytree(x0)
+    cap = capacity if variant != "vanilla" else 1
+    atoms = jnp.zeros((cap, flat.shape[0] if variant != "vanilla" else 1), flat.dtype)
+    weights = jnp.zeros((cap,), flat.dtype).at[0].set(1.0)
+    if variant != "vanilla":
+        atoms = atoms.at[0].set(flat)
+    num_fun = jnp.int32(1)
+    L = hp["lipschitz"].astype(dtype)
+    if step == "backtracking":
+        # Initial estimate (FrankWolfe.jl / Pedregosa et al.): a gradient difference
+        # along the first FW direction; the factory's value, when given, wins.
+        d = _sub(v, x0)
+        eps = jnp.asarray(1e-3, dtype)
+        g2 = jax.grad(fun)(_axpy(eps, d, x0), args)
+        nd = jnp.sqrt(_vdot(d, d))
+        est = jnp.sqrt(_vdot(_sub(g2, g), _sub(g2, g))) / jnp.where(nd > 0, eps * nd, 1.0)
+        est = jnp.where(jnp.isfinite(est) & (est > 0), est, 1.0)
+        L = jnp.where(L > 0, L, est)
+        num_fun = num_fun + 1
+    lower = f - gap
+    return FWState(
+        x=x0,
+        iter_num=jnp.int32(0),
+        error=(f - lower).astype(dtype),
+        status=jnp.int32(Status.SUCCESS),
+        value=f,
+        grad=g,
+        vertex=v,
+        fw_gap=gap,
+        lower=lower,
+        pd_lower=lower,
+        lipschitz=L,
+        weights=weights,
+        atoms=atoms,
+        num_oracle=jnp.int32(1),
+        num_fun=num_fun,
+    )
+
+
+def _choose_gamma(state, args, d, slope, sq, gmax, *, hp, fun, step):
+    dtype = jnp.result_type(state.value)
+    L = state.lipschitz
+    extra = jnp.int32(0)
+    f_new = None
+    if step == "open_loop":
+        gamma = _steps.open_loop_step(state.iter_num, gmax, hp["ell"].astype(dtype))
+    elif step == "short":
+        gamma = _steps.short_step(slope, sq, L, gmax)
+    elif step == "exact":
+        gamma = _steps.exact_quadratic_step(fun, state.x, d, args, slope, gmax)
+    elif step == "primal_dual":
+        G = state.value - state.pd_lower
+        gamma = _steps.primal_dual_short_step(G, state.fw_gap, slope, sq, L, gmax)
+    else:  # backtracking
+        gamma, L, f_new, extra = _steps.backtracking_step(
+            fun,
+            state.x,
+            d,
+            args,
+            state.value,
+            slope,
+            sq,
+            L,
+            gmax,
+            eta=hp["eta"].astype(dtype),
+            tau=hp["tau"].astype(dtype),
+        )
+    gamma = jnp.where(slope > 0, gamma, 0.0).astype(dtype)
+    return gamma, L, extra
+
+
+def _step(state, args, *, hp, fun, lmo, variant, rule, capacity):
+    step = rule
+    x, g, v = state.x, state.grad, state.vertex
+    dtype = jnp.result_type(state.value)
+    fw_dir = _sub(v, x)
+    fw_gap = state.fw_gap
+    status = state.status
+    if variant == "vanilla":
+        d, slope, gmax, kind = fw_dir, fw_gap, jnp.asarray(1.0, dtype), jnp.int32(0)
+    else:
+        flat_x, unravel = ravel_pytree(x)
+        flat_g, _ = ravel_pytree(g)
+        flat_v, _ = ravel_pytree(v)
+        active = state.weights > 0
+        scores = jnp.where(active, state.atoms @ flat_g, -jnp.inf)
+        ia = jnp.argmax(scores)
+        lam_a = state.weights[ia]
+        away_gap = scores[ia] - jnp.vdot(flat_g, flat_x)
+        a_vec = state.atoms[ia]
+        if variant == "away":
+            use_fw = fw_gap >= away_gap
+            d_flat = jnp.where(use_fw, flat_v - flat_x, flat_x - a_vec)
+            slope = jnp.where(use_fw, fw_gap, away_gap)
+            away_max = jnp.where(lam_a < 1, lam_a / jnp.where(lam_a < 1, 1 - lam_a, 1.0), 0.0)
+            gmax = jnp.where(use_fw, 1.0, away_max).astype(dtype)
+            kind = jnp.where(use_fw, 0, 1).astype(jnp.int32)
+        else:
+            d_flat = flat_v - a_vec
+            slope = fw_gap + away_gap
+            gmax = lam_a.astype(dtype)
+            kind = jnp.int32(2)
+        d = unravel(d_flat)
+    sq = _vdot(d, d)
+    gamma, L, extra = _choose_gamma(state, args, d, slope, sq, gmax, hp=hp, fun=fun, step=step)
+
+    if variant == "vanilla":
+        x_new = _axpy(gamma, d, x)
+        weights, atoms = state.weights, state.atoms
+    else:
+        match = jnp.all(state.atoms == flat_v, axis=1) & active
+        free = ~active
+        found = jnp.any(match)
+        iv = jnp.where(found, jnp.argmax(match), jnp.argmax(free))
+        full = ~found & ~jnp.any(free)
+        needs_v = (kind != 1) & (gamma > 0)
+        status = jnp.where(needs_v & full, jnp.int32(Status.BREAKDOWN), status)
+        w = state.weights
+        atoms = jnp.where(needs_v & ~found & ~full, state.atoms.at[iv].set(flat_v), state.atoms)
+        e_v = jax.nn.one_hot(iv, w.shape[0], dtype=w.dtype)
+        e_a = jax.nn.one_hot(ia, w.shape[0], dtype=w.dtype)
+        w_fw = (1 - gamma) * w + gamma * e_v
+        w_away = (1 + gamma) * w - gamma * e_a
+        w_pair = w + gamma * (e_v - e_a)
+        w_new = jnp.where(kind == 0, w_fw, jnp.where(kind == 1, w_away, w_pair))
+        # a drop step removes the away atom exactly; rounding must not leave dust
+        at_max = (kind != 0) & (gamma >= gmax)
+        w_new = jnp.where(at_max & (e_a > 0), 0.0, w_new)
+        w_new = jnp.where(w_new > 0, w_new, 0.0)
+        w_new = w_new / jnp.sum(w_new)
+        ok = status == Status.SUCCESS
+        weights = jnp.where(ok, w_new, w)
+        atoms = jnp.where(ok, atoms, state.atoms)
+        x_new = unravel(weights @ atoms)
+
+    f, g_new, v_new, gap = _evaluate(fun, lmo, x_new, args)
+    lower = jnp.maximum(state.lower, f - gap)
+    pd_lower = state.pd_lower
+    if step == "primal_dual":
+        theta = jnp.minimum(gamma, 1.0)
+        pd_lower = (1 - theta) * pd_lower + theta * (state.value - fw_gap)
+        lower = jnp.maximum(lower, pd_lower)
+    new = FWState(
+        x=x_new,
+        iter_num=state.iter_num + 1,
+        error=(f - lower).astype(dtype),
+        status=status,
+        value=f,
+        grad=g_new,
+        vertex=v_new,
+        fw_gap=gap,
+        lower=lower,
+        pd_lower=pd_lower,
+        lipschitz=L.astype(dtype),
+        weights=weights,
+        atoms=atoms,
+        num_oracle=state.num_oracle + 1,
+        num_fun=state.num_fun + 1 + extra,
+    )
+    return new, FWInfo(gamma=gamma, kind=kind, slope=slope)
+
+
+def frank_wolfe(
+    fun: Callable,
+    lmo: Callable,
+    *,
+    step: str = "open_loop",
+    variant: str = "vanilla",
+    lipschitz: float | None = None,
+    capacity: int = 256,
+    ell: float = 2.0,
+    eta: float = 0.9,
+    tau: float = 2.0,
+):
+    r"""Frank-Wolfe with a certified optimality gap.
+
+    Minimizes a convex, smooth ``fun(x, args)`` over the set of ``lmo`` (an
+    :class:`~jaxsolve.frank_wolfe.LMO` or any callable ``g -> argmin_{v in C} <g, v>``).
+    ``state.error`` is :math:`f(x_t) - \max_{i\le t}(f(x_i) - g_i)`, a certified upper
+    bound on :math:`f(x_t) - f^\star` that is at most the current FW gap :math:`g_t`
+    (with ``step="primal_dual"`` the primal-dual lower bound is included as well).
+
+    Args:
+        fun: objective ``fun(x, args) -> scalar``, ``x`` any pytree.
+        lmo: linear minimization oracle over the feasible set.
+        step: ``"open_loop"`` (:math:`\ell/(t+\ell)`), ``"short"`` (needs ``lipschitz``),
+            ``"backtracking"`` (Pedregosa et al. 2020; ``lipschitz`` is the initial
+            estimate, estimated from a gradient difference if omitted), ``"exact"``
+            (quadratic ``fun``), ``"primal_dual"`` (the generalized short step of
+            Martínez-Rubio & Pokutta 2026, needs ``lipschitz``); see
+            :mod:`jaxsolve.frank_wolfe.steps`.
+        variant: ``"vanilla"``, ``"away"`` or ``"pairwise"`` (the last two need a
+            polytope oracle and converge linearly for strongly convex ``fun``;
+            Lacoste-Julien & Jaggi 2015).
+        lipschitz: smoothness constant :math:`L` of ``fun`` (a hyperparameter leaf).
+        capacity: active-set slots for ``"away"``/``"pairwise"`` (static).
+        ell, eta, tau: open-loop constant and backtracking factors (hyperparameter leaves).
+
+    Returns:
+        A :class:`~jaxsolve.Solver`; run it with :func:`jaxsolve.solve`.
+    """
+    if not callable(fun):
+        raise TypeError("fun must be callable: fun(x, args) -> scalar")
+    if not callable(lmo):
+        raise TypeError("lmo must be callable: lmo(g) -> argmin_v <g, v>")
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
+    if step not in _steps.STEP_RULES:
+        raise ValueError(f"step must be one of {_steps.STEP_RULES}, got {step!r}")
+    if variant != "vanilla" and not getattr(lmo, "polytope", False):
+        raise ValueError(
+            f"variant={variant!r} needs an LMO over a polytope (lmo.polytope is True); "
+            "use variant='vanilla' for this set"
+        )
+    if variant != "vanilla" and step == "open_loop":
+        raise ValueError("away/pairwise steps need a step rule that uses the slope (not open_loop)")
+    if step in ("short", "primal_dual") and lipschitz is None:
+        raise ValueError(f"step={step!r} needs lipschitz (the smoothness constant L of fun)")
+    if lipschitz is not None and not (float(lipschitz) > 0 and jnp.isfinite(lipschitz)):
+        raise ValueError(f"lipschitz must be positive and finite, got {lipschitz}")
+    if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 2:
+        raise ValueError(f"capacity must be an int >= 2, got {capacity!r}")
+    for name, val in (("ell", ell), ("eta", eta), ("tau", tau)):
+        if not float(val) > 0:
+            raise ValueError(f"{name} must be positive, got {val}")
+    if not float(tau) > 1 or not float(eta) <= 1:
+        raise ValueError("backtracking needs tau > 1 and eta <= 1")
+    hp = {
+        "lipschitz": 0.0 if lipschitz is None else float(lipschitz),
+        "ell": float(ell),
+        "eta": float(eta),
+        "tau": float(tau),
+    }
+    return make_solver(
+        _init,
+        _step,
+        hp=hp,
+        fun=fun,
+        lmo=lmo,
+        variant=variant,
+        rule=step,
+        capacity=capacity,
+    )

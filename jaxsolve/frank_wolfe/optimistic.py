@@ -1,0 +1,133 @@
+r"""Optimistic Frank-Wolfe with a computable primal-dual gap (Martínez-Rubio & Pokutta 2026).
+
+"Beyond Short Steps in Frank-Wolfe Algorithms" (ICLR 2026, arXiv 2501.18773) builds a
+Frank-Wolfe method on an *optimistic* online-learning framework with a primal-dual
+certificate. The paper's pseudo-code was not available to us; this module implements
+the reconstruction below, derived from first principles, and the tests verify the
+properties the paper states (a certificate that never undercuts the true gap and an
+:math:`O(LD^2/t)` primal-dual rate).
+
+Weights :math:`a_i = i + 1`, :math:`A_t = \sum_{i \le t} a_i`; linear lower models
+:math:`\ell_i(u) = f(x_i) + \langle\nabla f(x_i), u - x_i\rangle \le f(u)` (convexity).
+At step :math:`t \to t+1` the "dual player" is optimistic follow-the-leader: it plays
+against the aggregated gradients plus a hint that the next gradient equals the last,
+
+.. math:: v_{t+1} = \mathrm{LMO}\Big(\sum_{i \le t} a_i \nabla f(x_i) + a_{t+1}\nabla f(x_t)\Big),
+   \qquad x_{t+1} = x_t + \tfrac{a_{t+1}}{A_{t+1}} (v_{t+1} - x_t).
+
+The same oracle call certifies: :math:`\sum_{i\le t} a_i \ell_i + a_{t+1}\ell_t` is a
+positive combination of lower models of total weight :math:`A_{t+1}`, and
+:math:`v_{t+1}` minimizes it over :math:`C`, so
+
+.. math:: L_{t+1} = \frac{1}{A_{t+1}}\Big(\sum_{i\le t} a_i \ell_i(v_{t+1}) + a_{t+1}\ell_t(v_{t+1})\Big) \le f^\star .
+
+``state.error`` is :math:`f(x_t) - \max_{s \le t} L_s`, the certified primal-dual gap (the
+first lower bound is :math:`f(x_0) - g_{FW}(x_0)`, so it is never above the initial FW gap).
+One oracle call and one gradient per step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxsolve.core import Status, make_solver
+
+__all__ = ["optimistic_frank_wolfe", "OptimisticState"]
+
+
+class OptimisticState(NamedTuple):
+    x: Any
+    iter_num: jax.Array
+    error: jax.Array  # certified primal-dual gap f(x_t) - max_s L_s
+    status: jax.Array
+    value: jax.Array
+    grad: Any
+    agg_grad: Any  # sum_i a_i grad f(x_i)
+    agg_const: jax.Array  # sum_i a_i (f(x_i) - <grad f(x_i), x_i>)
+    weight_sum: jax.Array  # A_t
+    lower: jax.Array  # best lower bound on f*
+    num_oracle: jax.Array
+
+
+class OptimisticInfo(NamedTuple):
+    gamma: jax.Array
+    lower_candidate: jax.Array
+
+
+def _vdot(a, b):
+    return sum(
+        jnp.vdot(u, w) for u, w in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True)
+    )
+
+
+def _init(x0, args, *, hp, fun, lmo):
+    f, g = jax.value_and_grad(fun)(x0, args)
+    v = lmo(g)
+    gap = _vdot(g, jax.tree.map(jnp.subtract, x0, v))
+    dtype = jnp.result_type(f)
+    const = f - _vdot(g, x0)
+    return OptimisticState(
+        x=x0,
+        iter_num=jnp.int32(0),
+        error=gap.astype(dtype),
+        status=jnp.int32(Status.SUCCESS),
+        value=f,
+        grad=g,
+        agg_grad=g,
+        agg_const=const,
+        weight_sum=jnp.asarray(1.0, dtype),
+        lower=f - gap,
+        num_oracle=jnp.int32(1),
+    )
+
+
+def _step(state, args, *, hp, fun, lmo):
+    dtype = jnp.result_type(state.value)
+    a = (state.iter_num + 2).astype(dtype)
+    A = state.weight_sum + a
+    g = state.grad
+    const_t = state.value - _vdot(g, state.x)
+    direction = jax.tree.map(lambda s, h: s + a * h, state.agg_grad, g)
+    v = lmo(direction)
+    cand = (state.agg_const + a * const_t + _vdot(direction, v)) / A
+    lower = jnp.maximum(state.lower, cand)
+    gamma = a / A
+    x = jax.tree.map(lambda xi, vi: xi + gamma * (vi - xi), state.x, v)
+    f, g_new = jax.value_and_grad(fun)(x, args)
+    new = OptimisticState(
+        x=x,
+        iter_num=state.iter_num + 1,
+        error=(f - lower).astype(dtype),
+        status=state.status,
+        value=f,
+        grad=g_new,
+        agg_grad=jax.tree.map(lambda s, h: s + a * h, state.agg_grad, g_new),
+        agg_const=state.agg_const + a * (f - _vdot(g_new, x)),
+        weight_sum=A,
+        lower=lower,
+        num_oracle=state.num_oracle + 1,
+    )
+    return new, OptimisticInfo(gamma=gamma, lower_candidate=cand)
+
+
+def optimistic_frank_wolfe(fun: Callable, lmo: Callable):
+    r"""Optimistic Frank-Wolfe (Martínez-Rubio & Pokutta, "Beyond Short Steps in
+    Frank-Wolfe Algorithms", ICLR 2026) with its computable primal-dual gap.
+
+    Minimizes a convex, smooth ``fun(x, args)`` over the set of ``lmo``. Each step
+    plays :math:`v_{t+1} = \mathrm{LMO}(\sum_{i\le t} a_i\nabla f(x_i) + a_{t+1}\nabla f(x_t))`
+    (optimistic follow-the-leader with weights :math:`a_i = i+1`) and averages,
+    :math:`x_{t+1} = x_t + \frac{a_{t+1}}{A_{t+1}}(v_{t+1} - x_t)`; the same oracle answer
+    gives a lower bound on :math:`f^\star` (see the module docstring for the derivation).
+    ``state.error`` is the certified gap :math:`f(x_t) - \max_s L_s \ge f(x_t) - f^\star`
+    (for convex ``fun`` and an exact oracle). No step-size parameter and no :math:`L`.
+    """
+    if not callable(fun):
+        raise TypeError("fun must be callable: fun(x, args) -> scalar")
+    if not callable(lmo):
+        raise TypeError("lmo must be callable: lmo(g) -> argmin_v <g, v>")
+    return make_solver(_init, _step, fun=fun, lmo=lmo)
