@@ -34,7 +34,7 @@ def _simplex_flat(v: jax.Array, s: jax.Array) -> jax.Array:
     j = jnp.arange(1, v.shape[0] + 1, dtype=v.dtype)
     rho = jnp.maximum(jnp.sum(u - css / j > 0), 1)
     tau0 = css[rho - 1] / rho.astype(v.dtype)
-    free = v > tau0
+    free = ~(v <= tau0)  # NaN counts as free, so it propagates to the output
     # 2. exact, differentiable multiplier on that support.
     count = jnp.sum(free).astype(v.dtype)
     tau = (jnp.sum(jnp.where(free, v, 0)) - s) / jnp.maximum(count, 1)

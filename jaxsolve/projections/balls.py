@@ -1,0 +1,55 @@
+r"""Projections onto the :math:`\ell_1` and :math:`\ell_2` balls."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+from jaxsolve.projections._common import as_param, as_point, check_nonneg
+from jaxsolve.projections.simplex import _simplex_flat
+
+__all__ = ["l1_ball", "l2_ball"]
+
+
+def l1_ball(x: Float[Array, ...], r=1.0) -> Float[Array, ...]:
+    r"""Euclidean projection onto the :math:`\ell_1` ball :math:`\{y : \|y\|_1 \le r\}`.
+
+    .. math:: P(x) = x \text{ if } \|x\|_1 \le r, \text{ else } \operatorname{sign}(x) \odot P_{\Delta_r}(|x|)
+
+    (Duchi, Shalev-Shwartz, Singer and Chandra, "Efficient projections onto the
+    l1-ball for learning in high dimensions", ICML 2008), with the sort-based simplex
+    projection of :func:`jaxsolve.projections.simplex` (exact; differentiable through
+    its closed-form threshold).
+
+    Args:
+        x: point to project (the norm runs over all entries).
+        r: radius, ``r >= 0`` (``ValueError`` for a negative radius).
+    """
+    x = as_point("x", x)
+    r = as_param("r", r, x)
+    check_nonneg("r", r)
+    v = x.ravel()
+    inside = jnp.sum(jnp.abs(v)) <= r
+    out = jnp.where(inside, v, jnp.sign(v) * _simplex_flat(jnp.abs(v), r))
+    return out.reshape(x.shape)
+
+
+def l2_ball(x: Float[Array, ...], r=1.0) -> Float[Array, ...]:
+    r"""Euclidean projection onto the :math:`\ell_2` ball :math:`\{y : \|y\|_2 \le r\}`.
+
+    .. math:: P(x) = x \cdot \min(1,\ r / \|x\|_2).
+
+    The norm is taken on a guarded input, so the gradient at ``x = 0`` is the identity
+    (never NaN).
+
+    Args:
+        x: point to project (the norm runs over all entries).
+        r: radius, ``r >= 0`` (``ValueError`` for a negative radius).
+    """
+    x = as_point("x", x)
+    r = as_param("r", r, x)
+    check_nonneg("r", r)
+    sq = jnp.sum(x * x)
+    outside = sq > r * r
+    norm = jnp.sqrt(jnp.where(outside, sq, 1))
+    return jnp.where(outside, x * (r / norm), x)
