@@ -81,7 +81,8 @@ class BoundFn:
     so ``jit`` reuses its compilation across different hyperparameter values.
     """
 
-    __slots__ = ("hp", "_static")
+    # __weakref__: jax.jit(solver.step) needs a weak-referenceable callable.
+    __slots__ = ("hp", "_static", "__weakref__")
 
     def __init__(self, fn: Callable, hp: Any = None, **static):
         self.hp = hp
