@@ -65,9 +65,7 @@ class FWInfo(NamedTuple):
 
 
 def _vdot(a, b):
-    return sum(
-        jnp.vdot(u, w) for u, w in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True)
-    )
+    return sum(jnp.vdot(u, w) for u, w in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True))
 
 
 def _axpy(a, x, y):

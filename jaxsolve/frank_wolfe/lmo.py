@@ -74,7 +74,10 @@ class LMO:
         return self._hash
 
     def __repr__(self):
-        shown = {k: (v if not isinstance(v, np.ndarray) else f"array{v.shape}") for k, v in self.params.items()}
+        shown = {
+            k: (v if not isinstance(v, np.ndarray) else f"array{v.shape}")
+            for k, v in self.params.items()
+        }
         return f"LMO({self.name}, {shown})"
 
 

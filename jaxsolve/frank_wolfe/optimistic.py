@@ -59,9 +59,7 @@ class OptimisticInfo(NamedTuple):
 
 
 def _vdot(a, b):
-    return sum(
-        jnp.vdot(u, w) for u, w in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True)
-    )
+    return sum(jnp.vdot(u, w) for u, w in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True))
 
 
 def _init(x0, args, *, hp, fun, lmo):
@@ -95,7 +93,10 @@ def _step(state, args, *, hp, fun, lmo):
     v = lmo(direction)
     cand = (state.agg_const + a * const_t + _vdot(direction, v)) / A
     lower = jnp.maximum(state.lower, cand)
-    gamma = a / A
+    # Stay put when the played vertex does not decrease the aggregated linear model
+    # (x already minimizes it, e.g. a zero gradient): moving could only add error.
+    move = _vdot(direction, jax.tree.map(jnp.subtract, v, state.x)) < 0
+    gamma = jnp.where(move, a / A, 0.0)
     x = jax.tree.map(lambda xi, vi: xi + gamma * (vi - xi), state.x, v)
     f, g_new = jax.value_and_grad(fun)(x, args)
     new = OptimisticState(

@@ -88,7 +88,9 @@ def exact_quadratic_step(fun, x, d, args, slope, max_step=1.0):
     return jnp.where(slope > 0, jnp.clip(gamma, 0.0, max_step), 0.0)
 
 
-def backtracking_step(fun, x, d, args, f, slope, sq_norm, lipschitz, max_step, *, eta, tau, max_tries=50):
+def backtracking_step(
+    fun, x, d, args, f, slope, sq_norm, lipschitz, max_step, *, eta, tau, max_tries=50
+):
     r"""Adaptive step of Pedregosa et al. (AISTATS 2020): returns ``(gamma, L, f(x + gamma d), evals)``.
 
     Starting from :math:`L = \eta L_{t-1}`, take :math:`\gamma = \min(s/(L\|d\|^2), \gamma_{\max})`

@@ -63,7 +63,10 @@ def _block_gaps(g, x):
 def kkt_gap(grad, x) -> jax.Array:
     r"""Blockwise KKT gap of ``x`` on a product of simplices (last axis of each leaf):
     :math:`\max_b \langle g_b, x_b\rangle - \min_a g_{b,a}` for the minimization of f."""
-    gaps = [jnp.max(_block_gaps(g, xi)) for g, xi in zip(jax.tree.leaves(grad), jax.tree.leaves(x), strict=True)]
+    gaps = [
+        jnp.max(_block_gaps(g, xi))
+        for g, xi in zip(jax.tree.leaves(grad), jax.tree.leaves(x), strict=True)
+    ]
     return jnp.max(jnp.stack(gaps))
 
 
