@@ -12,6 +12,10 @@ REGISTRY = []
 
 # Each line: the family's contract cases (the module names below are the solver modules).
 # -- registry entries (keep one per line) --
+from tests.frank_wolfe.contract_cases import CASES as _FW  # frank_wolfe.conditional_gradient, frank_wolfe.optimistic  # noqa: E402, I001
+REGISTRY += _FW
+from tests.regret.contract_cases import CASES as _RM  # regret.regret_matching  # noqa: E402, I001
+REGISTRY += _RM
 
 
 @pytest.mark.parametrize("check", sorted(CHECKS))
