@@ -1,0 +1,21 @@
+"""Quadratic programming: the QP problem type, FlexQP, problem generators."""
+
+from jaxsolve.qp import problems
+from jaxsolve.qp.flexqp import FlexQPInfo, FlexQPState, WarmStart, flexqp
+from jaxsolve.qp.problem import QP, validate_qp
+from jaxsolve.qp.problems import load_maros_meszaros
+from jaxsolve.qp.solve import kkt_residual, solve_qp, warm_start_from
+
+__all__ = [
+    "QP",
+    "FlexQPInfo",
+    "FlexQPState",
+    "WarmStart",
+    "flexqp",
+    "kkt_residual",
+    "load_maros_meszaros",
+    "problems",
+    "solve_qp",
+    "validate_qp",
+    "warm_start_from",
+]

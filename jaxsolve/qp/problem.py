@@ -1,0 +1,189 @@
+r"""The QP problem type: ``min 1/2 x'Px + q'x  s.t.  l <= A x <= u``.
+
+Equalities are rows with ``l = u``; absent bounds are ``-inf``/``+inf``. A batch of
+problems is a :class:`QP` whose leaves carry a leading batch axis (``jax.vmap`` it).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float
+
+from jaxsolve.core.validation import check_floating, is_concrete
+
+__all__ = ["QP", "validate_qp"]
+
+
+class QP(NamedTuple):
+    r"""A convex quadratic program in OSQP form (a pytree of dense arrays).
+
+    .. math:: \min_x\ \tfrac12 x^\top P x + q^\top x \quad\text{s.t.}\quad l \le A x \le u
+
+    Attributes:
+        P: ``(n, n)`` symmetric positive semidefinite matrix (zeros for an LP).
+        q: ``(n,)`` linear cost.
+        A: ``(m, n)`` constraint matrix.
+        l: ``(m,)`` lower bounds (``-inf`` where absent).
+        u: ``(m,)`` upper bounds (``+inf`` where absent; ``l = u`` for an equality).
+    """
+
+    P: Float[Array, "n n"]
+    q: Float[Array, " n"]
+    A: Float[Array, "m n"]
+    l: Float[Array, " m"]
+    u: Float[Array, " m"]
+
+    @property
+    def n(self) -> int:
+        return self.q.shape[-1]
+
+    @property
+    def m(self) -> int:
+        return self.l.shape[-1]
+
+    @classmethod
+    def from_standard_form(
+        cls,
+        P,
+        q,
+        G=None,
+        h=None,
+        A_eq=None,
+        b_eq=None,
+        lb=None,
+        ub=None,
+        *,
+        dtype=None,
+    ) -> QP:
+        r"""Build a QP from the ``G x <= h, A_eq x = b_eq, lb <= x <= ub`` form.
+
+        The rows are stacked as ``[G; A_eq; I]`` with bounds ``[-inf, h]``,
+        ``[b_eq, b_eq]`` and ``[lb, ub]`` (the identity block only when ``lb`` or
+        ``ub`` is given; a missing side is infinite). This is the form of qpax,
+        cvxopt and the FlexQP paper (Oshin et al., 2025, eq. (1)).
+        """
+        P = jnp.asarray(P, dtype=dtype)
+        q = jnp.asarray(q, dtype=dtype)
+        check_floating("P", P)
+        check_floating("q", q)
+        dtype = jnp.result_type(P, q)
+        n = q.shape[-1]
+        rows, lows, ups = [], [], []
+        if (G is None) != (h is None):
+            raise ValueError("G and h must be given together")
+        if (A_eq is None) != (b_eq is None):
+            raise ValueError("A_eq and b_eq must be given together")
+        if G is not None:
+            G = jnp.asarray(G, dtype)
+            h = jnp.asarray(h, dtype)
+            _check_rows("G", G, n)
+            if h.shape != G.shape[:1]:
+                raise ValueError(f"h must have shape ({G.shape[0]},), got {h.shape}")
+            rows.append(G)
+            lows.append(jnp.full_like(h, -jnp.inf))
+            ups.append(h)
+        if A_eq is not None:
+            A_eq = jnp.asarray(A_eq, dtype)
+            b_eq = jnp.asarray(b_eq, dtype)
+            _check_rows("A_eq", A_eq, n)
+            if b_eq.shape != A_eq.shape[:1]:
+                raise ValueError(f"b_eq must have shape ({A_eq.shape[0]},), got {b_eq.shape}")
+            rows.append(A_eq)
+            lows.append(b_eq)
+            ups.append(b_eq)
+        if lb is not None or ub is not None:
+            lo = (
+                jnp.full((n,), -jnp.inf, dtype)
+                if lb is None
+                else jnp.broadcast_to(jnp.asarray(lb, dtype), (n,))
+            )
+            hi = (
+                jnp.full((n,), jnp.inf, dtype)
+                if ub is None
+                else jnp.broadcast_to(jnp.asarray(ub, dtype), (n,))
+            )
+            rows.append(jnp.eye(n, dtype=dtype))
+            lows.append(lo)
+            ups.append(hi)
+        if not rows:
+            raise ValueError("give at least one of (G, h), (A_eq, b_eq), lb, ub")
+        return cls(P, q, jnp.concatenate(rows), jnp.concatenate(lows), jnp.concatenate(ups))
+
+    def objective(self, x):
+        """``1/2 x'Px + q'x``."""
+        return 0.5 * x @ (self.P @ x) + self.q @ x
+
+    def violation(self, x):
+        """Per-row violation ``dist(A x, [l, u])`` (>= 0)."""
+        ax = self.A @ x
+        return jnp.maximum(ax - self.u, 0) + jnp.maximum(self.l - ax, 0)
+
+
+def _check_rows(name, M, n):
+    if M.ndim != 2 or M.shape[1] != n:
+        raise ValueError(f"{name} must have shape (*, {n}), got {M.shape}")
+
+
+def validate_qp(qp: QP, *, batched: bool | None = None) -> QP:
+    """Check a QP before tracing; raise ``ValueError``/``TypeError`` naming the field.
+
+    Checks: a ``QP`` instance, floating dtypes (all the same), shapes ``P (n, n)``,
+    ``q (n,)``, ``A (m, n)``, ``l, u (m,)`` (with one optional leading batch axis),
+    ``P`` symmetric (relative tolerance 1e-8 in float64, 1e-5 in float32), no NaN
+    anywhere, ``l <= u``, and no ``+inf`` lower / ``-inf`` upper bound. Values that are
+    tracers (inside ``jit``/``vmap``) are not inspected; a NaN there gives ``NONFINITE``.
+    """
+    if not isinstance(qp, QP):
+        raise TypeError(f"qp must be a jaxsolve.qp.QP, got {type(qp).__name__}")
+    for name, leaf in zip(QP._fields, qp, strict=True):
+        check_floating(name, leaf)
+    dtypes = {jnp.result_type(v) for v in qp}
+    if len(dtypes) > 1:
+        raise TypeError(f"P, q, A, l, u must share one dtype, got {sorted(map(str, dtypes))}")
+    P, q, A, l, u = qp
+    lead = q.ndim - 1
+    if batched is None:
+        batched = lead == 1
+    if lead not in (0, 1) or (lead == 1) != batched:
+        raise ValueError(f"q must have shape (n,) (or (batch, n)), got {q.shape}")
+    bshape = q.shape[:lead]
+    n = q.shape[-1]
+    m = l.shape[-1] if l.ndim else -1
+    if n == 0:
+        raise ValueError("q is empty: the QP has no variables")
+    expect = {"P": (*bshape, n, n), "A": (*bshape, m, n), "l": (*bshape, m), "u": (*bshape, m)}
+    for name in ("P", "A", "l", "u"):
+        got = getattr(qp, name).shape
+        if got != expect[name]:
+            want = "(" + ", ".join(map(str, expect[name])) + ")"
+            raise ValueError(
+                f"{name} must have shape {want} (n={n} from q, m={m} from l), got {got}"
+            )
+    if not is_concrete(qp):
+        return qp
+    Pn, ln, un = np.asarray(P), np.asarray(l), np.asarray(u)
+    for name, leaf in zip(QP._fields, qp, strict=True):
+        if np.any(np.isnan(np.asarray(leaf))):
+            raise ValueError(f"{name} contains NaN")
+    for name, leaf in (("P", P), ("q", q), ("A", A)):
+        if not np.all(np.isfinite(np.asarray(leaf))):
+            raise ValueError(f"{name} contains Inf (only the bounds l, u may be infinite)")
+    rtol = 1e-5 if Pn.dtype == np.float32 else 1e-8
+    asym = np.max(np.abs(Pn - np.swapaxes(Pn, -1, -2)), initial=0.0)
+    if asym > rtol * max(1.0, np.max(np.abs(Pn), initial=0.0)):
+        raise ValueError(f"P must be symmetric, max |P - P'| = {asym:.3e}")
+    if np.any(ln > un):
+        i = np.argwhere(ln > un)[0]
+        raise ValueError(f"l must be <= u elementwise; l > u at index {tuple(i.tolist())}")
+    if np.any(ln == np.inf) or np.any(un == -np.inf):
+        raise ValueError("l may not be +inf and u may not be -inf")
+    return qp
+
+
+def as_qp(P, q, A, l, u, dtype=None) -> QP:
+    """``QP`` from array-likes (refusing integer data unless ``dtype`` is given)."""
+    leaves = [jnp.asarray(v, dtype=dtype) for v in (P, q, A, l, u)]
+    return QP(*leaves)

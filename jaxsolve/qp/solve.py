@@ -1,0 +1,169 @@
+r"""``solve_qp``: one call from a :class:`QP` to a :class:`~jaxsolve.Solution`.
+
+Adds to :func:`jaxsolve.solve` with :func:`~jaxsolve.qp.flexqp`: validation before
+tracing, batches (a QP with a leading batch axis is vmapped), warm starts from a
+previous solution, and implicit derivatives of ``x`` (and ``y``) with respect to
+``P, q, A, l, u`` through the KKT conditions at the solution.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.flatten_util import ravel_pytree
+
+from jaxsolve.core import Solution, solve
+from jaxsolve.core.implicit import linear_solve
+from jaxsolve.core.validation import check_floating
+from jaxsolve.qp.flexqp import FlexQPState, WarmStart, _prox, flexqp
+from jaxsolve.qp.problem import QP, validate_qp
+
+__all__ = ["solve_qp", "kkt_residual", "warm_start_from"]
+
+
+def warm_start_from(previous) -> WarmStart:
+    """A :class:`WarmStart` from a previous :class:`~jaxsolve.Solution` or ``FlexQPState``."""
+    state = previous.state if isinstance(previous, Solution) else previous
+    if not isinstance(state, FlexQPState):
+        raise TypeError(
+            "warm_start must be a Solution of solve_qp/flexqp or a FlexQPState, "
+            f"got {type(previous).__name__}"
+        )
+    return WarmStart(state.x, state.y, state.z, state.rho, state.mu)
+
+
+def kkt_residual(xy, qp: QP, mu):
+    r"""KKT map of the elastic QP whose zero is the solution ``(x, y)``.
+
+    .. math::
+        F(x, y) = \begin{pmatrix} P x + q + A^\top y \\
+        A x - \operatorname{prox}_{\mu\,\mathrm{dist}(\cdot, [l, u])}(A x + y) \end{pmatrix}
+
+    The second block is the usual ``A x - proj_[l,u](A x + y)`` on rows whose
+    multiplier is below ``mu`` and ``mu - |y|`` (fixed multiplier) on violated rows, so
+    its Jacobian is the active-set KKT matrix of the relaxed problem (used for implicit
+    differentiation, Amos & Kolter 2017 style, on the elastic problem).
+    """
+    x, y = xy
+    P, q, A, l, u = qp
+    Ax = A @ x
+    return P @ x + q + A.T @ y, Ax - _prox(Ax + y, l, u, mu)
+
+
+def _lstsq(matvec, b):
+    # Dense least-squares solve: the active-set KKT matrix is singular when active
+    # rows are dependent (duplicated rows, degenerate vertices); lstsq gives the
+    # minimum-norm derivative there instead of NaN.
+    flat_b, unravel = ravel_pytree(b)
+    J = jax.jacfwd(lambda v: ravel_pytree(matvec(unravel(v)))[0])(flat_b)
+    return unravel(jnp.linalg.lstsq(J, flat_b)[0])
+
+
+def _zero_tangent(v):
+    if jnp.issubdtype(jnp.result_type(v), jnp.inexact):
+        return jnp.zeros_like(v)
+    return np.zeros(jnp.shape(v), dtype=jax.dtypes.float0)
+
+
+@partial(jax.custom_jvp, nondiff_argnums=(0, 1, 2))
+def _solve_implicit(solver, max_steps, history, x0, qp, tol):
+    return solve(solver, x0, qp, tol=tol, max_steps=max_steps, history=history)
+
+
+@_solve_implicit.defjvp
+def _solve_implicit_jvp(solver, max_steps, history, primals, tangents):
+    x0, qp, tol = primals
+    _, dqp, _ = tangents
+    sol = _solve_implicit(solver, max_steps, history, x0, qp, tol)
+    xy = jax.lax.stop_gradient((sol.state.x, sol.state.y))
+    mu = jax.lax.stop_gradient(sol.state.mu)
+    _, rhs = jax.jvp(lambda p: kkt_residual(xy, p, mu), (qp,), (dqp,))
+    rhs = jax.tree.map(jnp.negative, rhs)
+
+    def matvec(v):
+        return jax.jvp(lambda z: kkt_residual(z, qp, mu), (xy,), (v,))[1]
+
+    dx, dy = linear_solve(matvec, rhs, method=_lstsq)
+    tan = jax.tree.map(_zero_tangent, sol)
+    tan = tan._replace(x=dx, state=tan.state._replace(x=dx, y=dy))
+    return sol, tan
+
+
+def solve_qp(
+    qp: QP,
+    x0=None,
+    *,
+    tol: float | None = None,
+    max_steps: int = 1000,
+    warm_start=None,
+    loop: str = "while",
+    implicit: bool = True,
+    throw: bool = False,
+    history: bool = False,
+    **hyper,
+) -> Solution:
+    r"""Solve ``min 1/2 x'Px + q'x  s.t.  l <= A x <= u`` with FlexQP.
+
+    Returns a :class:`~jaxsolve.Solution`: ``sol.x`` the primal solution,
+    ``sol.state.y`` the multipliers of the rows of ``A`` (OSQP sign convention: ``Px + q +
+    A'y = 0``, ``y > 0`` at an active upper bound), ``sol.state.viol`` the per-row
+    violation, ``sol.status`` ``SUCCESS`` / ``INFEASIBLE`` (``x`` then minimizes the l1
+    violation, few rows violated) / ``UNBOUNDED`` / ``MAX_STEPS`` / ``NONFINITE``.
+
+    Args:
+        qp: a :class:`QP`; leaves with a leading batch axis solve a batch (``vmap``).
+        x0: initial primal point (default zeros), or a :class:`WarmStart`.
+        tol: tolerance on FlexQP's relative KKT error (default by dtype: 1e-8 in
+            float64, 1e-4 in float32).
+        max_steps: step budget; one step is ``check_every`` (default 10) ADMM iterations.
+        warm_start: a previous ``Solution`` (or ``FlexQPState``): starts from its primal,
+            dual, relaxed copy, penalty and elastic weight (overrides ``x0``).
+        loop: ``"while"`` (differentiated implicitly) or ``"fixed"`` (exactly
+            ``max_steps`` steps, differentiated by unrolling: deep unfolding).
+        implicit: with ``loop="while"``, attach implicit derivatives (the KKT system of the
+            relaxed problem at the solution, solved densely by least squares); the
+            derivative with respect to ``x0`` is zero.
+        throw: raise :class:`~jaxsolve.SolverError` on a failure status.
+        history: record the per-step error.
+        **hyper: hyperparameters of :func:`~jaxsolve.qp.flexqp`.
+
+    Implicit differentiation: with ``F`` from :func:`kkt_residual`,
+    :math:`\partial_{(x,y)} F\, (\dot x, \dot y) = -\partial_\theta F\, \dot\theta`
+    (Amos & Kolter, OptNet 2017; here on the elastic relaxation, so violated rows enter
+    with their fixed multiplier ``+-mu``). Both ``jax.grad`` and ``jax.jvp`` work.
+    """
+    validate_qp(qp)
+    if loop not in ("while", "fixed"):
+        raise ValueError(f"loop must be 'while' or 'fixed', got {loop!r}")
+    solver = flexqp(**hyper)
+    batched = qp.q.ndim == 2
+    dtype = qp.q.dtype
+    if warm_start is not None:
+        x0 = warm_start_from(warm_start)
+    elif x0 is None:
+        x0 = jnp.zeros(qp.q.shape, dtype)
+    else:
+        if not isinstance(x0, WarmStart):
+            x0 = jnp.asarray(x0)
+            check_floating("x0", x0)
+            if x0.shape != qp.q.shape:
+                raise ValueError(f"x0 must have shape {qp.q.shape}, got {x0.shape}")
+    if tol is None:
+        tol = 1e-8 if dtype == jnp.float64 else 1e-4
+
+    def one(x0, qp):
+        if loop == "fixed":
+            return solve(solver, x0, qp, tol=tol, max_steps=max_steps, loop="fixed")
+        if implicit:
+            return _solve_implicit(solver, max_steps, history, x0, qp, jnp.asarray(tol, dtype))
+        return solve(solver, x0, qp, tol=tol, max_steps=max_steps, history=history)
+
+    sol = jax.vmap(one)(x0, qp) if batched else one(x0, qp)
+    if throw:
+        from jaxsolve.core.driver import _throw
+
+        sol = _throw(sol)
+    return sol
