@@ -16,6 +16,8 @@ from tests.frank_wolfe.contract_cases import CASES as _FW  # frank_wolfe.conditi
 REGISTRY += _FW
 from tests.regret.contract_cases import CASES as _RM  # regret.regret_matching  # noqa: E402, I001
 REGISTRY += _RM
+from tests.first_order.contract_cases import CASES as _FO  # first_order.projected_gradient  # noqa: E402, I001
+REGISTRY += _FO
 
 
 @pytest.mark.parametrize("check", sorted(CHECKS))

@@ -1,0 +1,84 @@
+"""Constrained least-squares problems and their references (OSQP / SciPy)."""
+
+from __future__ import annotations
+
+import numpy as np
+import osqp
+import scipy.optimize
+import scipy.sparse as sp
+
+
+def least_squares(x, args):
+    A, b = args
+    r = A @ x - b
+    return 0.5 * (r @ r)
+
+
+def data(seed, m=12, n=6, dtype=np.float64):
+    rng = np.random.default_rng(seed)
+    A = rng.normal(size=(m, n))
+    b = rng.normal(size=m) + A @ rng.normal(size=n)
+    return A.astype(dtype), b.astype(dtype)
+
+
+def osqp_ls(A, b, C, lo, hi, P_extra=None):
+    """min 1/2||A x - b||^2 s.t. lo <= C x <= hi, by OSQP at 1e-10 with polishing."""
+    A = np.asarray(A, np.float64)
+    b = np.asarray(b, np.float64)
+    solver = osqp.OSQP()
+    solver.setup(
+        P=sp.csc_matrix(A.T @ A),
+        q=-A.T @ b,
+        A=sp.csc_matrix(np.atleast_2d(C)),
+        l=np.asarray(lo, np.float64),
+        u=np.asarray(hi, np.float64),
+        eps_abs=1e-10,
+        eps_rel=1e-10,
+        polishing=True,
+        max_iter=400000,
+        verbose=False,
+    )
+    res = solver.solve(raise_error=False)
+    assert res.info.status == "solved", res.info.status
+    return res.x
+
+
+def osqp_ls_l1(A, b, r):
+    """min 1/2||A x - b||^2 s.t. ||x||_1 <= r, lifted x = p - q, p, q >= 0."""
+    A = np.asarray(A, np.float64)
+    b = np.asarray(b, np.float64)
+    n = A.shape[1]
+    M = np.hstack([A, -A])
+    solver = osqp.OSQP()
+    solver.setup(
+        P=sp.csc_matrix(M.T @ M + 1e-12 * np.eye(2 * n)),
+        q=-M.T @ b,
+        A=sp.csc_matrix(np.vstack([np.eye(2 * n), np.ones((1, 2 * n))])),
+        l=np.r_[np.zeros(2 * n), -np.inf],
+        u=np.r_[np.full(2 * n, np.inf), r],
+        eps_abs=1e-11,
+        eps_rel=1e-11,
+        polishing=True,
+        max_iter=400000,
+        verbose=False,
+    )
+    res = solver.solve(raise_error=False)
+    assert res.info.status == "solved", res.info.status
+    return res.x[:n] - res.x[n:]
+
+
+def ls_l2_ball(A, b, r):
+    """min 1/2||A x - b||^2 s.t. ||x|| <= r: x(lam) = (A'A + lam I)^-1 A'b, ||x(lam)|| = r."""
+    A = np.asarray(A, np.float64)
+    b = np.asarray(b, np.float64)
+    H, c = A.T @ A, A.T @ b
+    x0 = np.linalg.solve(H, c)
+    if np.linalg.norm(x0) <= r:
+        return x0
+    n = H.shape[0]
+    g = lambda lam: np.linalg.norm(np.linalg.solve(H + lam * np.eye(n), c)) - r
+    hi = 1.0
+    while g(hi) > 0:
+        hi *= 2
+    lam = scipy.optimize.brentq(g, 0.0, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps)
+    return np.linalg.solve(H + lam * np.eye(n), c)
