@@ -1,0 +1,177 @@
+r"""The K-means SDP, its Burer-Monteiro factor and the lift to ``V x O_r`` (shared helpers).
+
+Peng and Wei's SDP relaxation of K-means (SIAM J. Optim. 2007) for centred data
+``X`` (``n x d``, one point per row) with ``A = X X^T``::
+
+    max <A, Z>  s.t.  Z >= 0 (entrywise), Z PSD, Z 1 = 1, tr Z = K.
+
+Burer-Monteiro: ``Z = U U^T`` with ``U`` in ``R^{n x r}``, ``U >= 0``. Xu, Hou, Chen and
+Zhang (ICLR 2026, Theorem 2) lift ``{U : U U^T 1 = 1, tr(U U^T) = K}`` to the product
+of the centred sphere ``{V : 1^T V = 0, ||V||_F^2 = K - 1}`` (``n x (r-1)``) and the
+orthogonal group ``O_r`` through ``U = phi(V, Q) = [1/sqrt(n), V] Q``: then
+``U U^T = 11^T/n + V V^T``, so both equality constraints hold by construction and
+the data term depends on ``V`` only: ``<A, U U^T> = ||X^T V||_F^2`` for centred ``X``.
+
+Scaling used throughout (documented choice): ``X`` is centred and divided by its
+Frobenius norm, so ``||X^T V||^2 / 1`` is the fraction of the total sum of squares
+explained by the clustering (in ``[0, 1]``); the K-means objective (inertia) is
+``||X_raw - centred||^2 * (1 - <A, Z>)``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxsolve.cluster.centred_sphere import CentredSphere
+from jaxsolve.manifolds import Orthogonal, Product
+
+__all__ = [
+    "kmeans_manifold",
+    "prepare_data",
+    "lift",
+    "feasible_point",
+    "round_labels",
+    "lloyd",
+    "inertia",
+    "skew_basis",
+]
+
+
+def kmeans_manifold(n: int, n_clusters: int, rank: int) -> Product:
+    """``CentredSphere(n, rank - 1, sqrt(K - 1)) x Orthogonal(rank)`` (paper 12, Theorem 2)."""
+    return Product(
+        CentredSphere(n, max(rank - 1, 1), math.sqrt(max(n_clusters - 1, 1e-300))),
+        Orthogonal(rank),
+    )
+
+
+def prepare_data(x):
+    """Centre the rows' mean away and scale to unit Frobenius norm: ``(X - mean) / ||X - mean||``."""
+    xc = x - jnp.mean(x, axis=0, keepdims=True)
+    scale = jnp.sqrt(jnp.sum(xc * xc))
+    return xc / jnp.where(scale > 0, scale, 1.0), scale
+
+
+def lift(v, q):
+    """``U = [1/sqrt(n), V] Q`` (the submersion ``phi`` of paper 12)."""
+    n = v.shape[0]
+    e = jnp.full((n, 1), 1.0 / math.sqrt(n), v.dtype)
+    return jnp.concatenate([e, v], axis=1) @ q
+
+
+def skew_basis(r: int, dtype) -> jax.Array:
+    """Orthonormal basis ``E_k = (e_i e_j^T - e_j e_i^T)/sqrt(2)``, ``i < j``, of skew(r)."""
+    pairs = [(i, j) for i in range(r) for j in range(i + 1, r)]
+    b = np.zeros((max(len(pairs), 1), r, r))
+    for k, (i, j) in enumerate(pairs):
+        b[k, i, j] = 1.0 / math.sqrt(2.0)
+        b[k, j, i] = -1.0 / math.sqrt(2.0)
+    return jnp.asarray(b[: len(pairs)], dtype)
+
+
+def _householder_with_first_row(q0):
+    """An orthogonal ``H`` whose first row is the unit vector ``q0`` (``H e_1 = q0``)."""
+    r = q0.shape[0]
+    e1 = jnp.zeros_like(q0).at[0].set(1.0)
+    v = q0 - e1
+    vv = jnp.sum(v * v)
+    safe = jnp.where(vv > 0, vv, 1.0)
+    h = jnp.eye(r, dtype=q0.dtype) - 2.0 * jnp.outer(v, v) / safe
+    return jnp.where(vv > 0, h, jnp.eye(r, dtype=q0.dtype))
+
+
+def feasible_point(key, n: int, n_clusters: int, rank: int, dtype=None):
+    r"""A strictly feasible start ``(V, Q)``: ``phi(V, Q) > 0`` entrywise (needs ``rank > K``).
+
+    Construction (derived here; paper 12 only states such points exist iff ``r > K``):
+    assign the points at random to ``r`` balanced groups ``j(i)`` and set
+    ``U_i = a e_{j(i)} + b 1`` with ``a = sqrt((K-1) r / ((r-1) n))`` and
+    ``b = (sqrt(r/n) - a)/r > 0``; for equal group sizes this satisfies
+    ``U U^T 1 = 1`` and ``tr(U U^T) = K`` exactly. Unequal sizes are corrected by a
+    symmetric Sinkhorn scaling ``U <- diag(s) U`` (``s * (U U^T s) = 1``), after which
+    ``q_0 = U^T 1/||U^T 1||``, ``Q`` is a Householder completion with first row ``q_0``,
+    ``V = U Q[1:]^T`` re-centred and rescaled to ``||V||^2 = K - 1``.
+    """
+    dtype = jnp.result_type(float) if dtype is None else jnp.dtype(dtype)
+    k = n_clusters
+    groups = jax.random.permutation(key, jnp.arange(n) % rank)
+    a = math.sqrt((k - 1) * rank / ((rank - 1) * n))
+    b = (math.sqrt(rank / n) - a) / rank
+    u = a * jax.nn.one_hot(groups, rank, dtype=dtype) + b
+
+    def sweep(s, _):
+        z = u @ (u.T @ s)
+        return jnp.sqrt(s / z), None
+
+    s, _ = jax.lax.scan(sweep, jnp.ones((n,), dtype), None, length=60)
+    u = s[:, None] * u
+    m = jnp.sum(u, axis=0)
+    q = _householder_with_first_row(m / jnp.linalg.norm(m))
+    v = u @ q[1:].T
+    v = v - jnp.mean(v, axis=0, keepdims=True)
+    v = v * (math.sqrt(max(k - 1, 0)) / jnp.maximum(jnp.linalg.norm(v), jnp.finfo(dtype).tiny))
+    return v, q
+
+
+def lloyd(points, centers, steps: int):
+    """``steps`` Lloyd iterations from ``centers`` (an empty cluster keeps its center)."""
+    k = centers.shape[0]
+
+    def assign(c):
+        d = jnp.sum(points * points, 1)[:, None] - 2.0 * points @ c.T + jnp.sum(c * c, 1)[None, :]
+        return jnp.argmin(d, axis=1)
+
+    def body(c, _):
+        lab = assign(c)
+        oh = jax.nn.one_hot(lab, k, dtype=points.dtype)
+        cnt = jnp.sum(oh, 0)
+        new = (oh.T @ points) / jnp.maximum(cnt, 1)[:, None]
+        return jnp.where(cnt[:, None] > 0, new, c), None
+
+    centers, _ = jax.lax.scan(body, centers, None, length=steps)
+    return assign(centers), centers
+
+
+def _farthest_first(points, k: int):
+    """Deterministic seeding: start at the largest-norm point, then farthest-first traversal."""
+    i0 = jnp.argmax(jnp.sum(points * points, 1))
+    centers = jnp.zeros((k, points.shape[1]), points.dtype).at[0].set(points[i0])
+    dmin = jnp.sum((points - points[i0]) ** 2, 1)
+
+    def body(j, carry):
+        c, dm = carry
+        i = jnp.argmax(dm)
+        c = c.at[j].set(points[i])
+        return c, jnp.minimum(dm, jnp.sum((points - points[i]) ** 2, 1))
+
+    centers, _ = jax.lax.fori_loop(1, k, body, (centers, dmin))
+    return centers
+
+
+def round_labels(u, k: int, steps: int = 30):
+    r"""Hard labels from a factor ``U`` (``Z = U U^T``).
+
+    For an exact solution ``Z = sum_k 1_{G_k} 1_{G_k}^T / |G_k|``, rows of ``U`` in one
+    cluster coincide and rows of different clusters are orthogonal (paper 12, Lemma 1),
+    so the rows normalized to unit length are ``K`` orthonormal points: Lloyd with a
+    farthest-first seeding recovers the clusters exactly, and is a stable rounding
+    when ``Z`` is only near block-diagonal (barrier, finite ``mu``).
+    """
+    rows = u / jnp.maximum(jnp.linalg.norm(u, axis=1, keepdims=True), jnp.finfo(u.dtype).tiny)
+    labels, _ = lloyd(rows, _farthest_first(rows, k), steps)
+    return labels
+
+
+def centers_of(x, labels, k: int):
+    oh = jax.nn.one_hot(labels, k, dtype=x.dtype)
+    cnt = jnp.sum(oh, 0)
+    return (oh.T @ x) / jnp.maximum(cnt, 1)[:, None]
+
+
+def inertia(x, labels, centers):
+    """K-means objective ``sum_i ||x_i - c_{label_i}||^2``."""
+    return jnp.sum((x - centers[labels]) ** 2)

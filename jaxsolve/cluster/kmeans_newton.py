@@ -1,0 +1,417 @@
+r"""Cubic-regularized Riemannian Newton for the K-means SDP (Xu, Hou, Chen, Zhang, ICLR 2026).
+
+Problem (paper 12, eq. 13) on the product manifold ``V x O_r`` of
+:func:`jaxsolve.cluster.kmeans_manifold`, with ``U = phi(V, Q) = [1/sqrt(n), V] Q``::
+
+    min_{V, Q}  f(V, Q) = -||X^T V||_F^2 - w * sum_ij log U_ij,    w = mu / (n r),
+
+for centred, unit-Frobenius-norm data ``X`` (``n x d``); the first term is ``-<X X^T, U U^T>``
+and the log-barrier keeps ``U > 0`` (the nonnegativity of the Burer-Monteiro factor).
+Scaling ``w`` by ``1/(n r)`` makes ``mu`` the barrier's total weight against a data term
+in ``[-1, 0]`` (documented choice; the paper does not fix a scaling we could read).
+
+Each step is an ARC step (adaptive cubic regularization; Agarwal, Boumal, Bullins and
+Cartis 2021) on the manifold: the model
+``m(p) = <g, p> + 1/2 <p, Hess f[p]> + sigma/3 ||p||^3`` over the tangent space is
+minimized through its optimality condition ``(Hess f + lam I) p = -g`` with
+``lam = sigma ||p||`` and ``Hess f + lam I`` positive definite on the tangent space
+(Nesterov and Polyak 2006). The root of the secular equation ``lam = sigma ||p(lam)||``
+is bracketed and found by bisection (paper 12: monotone in ``lam``, Lemma 2), with
+safeguarded Newton steps on ``1/||p|| - sigma/lam`` to take fewer solves.
+
+Linear-time structure. In tangent coordinates ``(Xi, omega)`` (``Xi`` an ``n x (r-1)``
+centred matrix orthogonal to ``V``; ``Q-dot = Omega Q`` with ``Omega = sum_k omega_k E_k``
+in an orthonormal basis of skew(r)), the Riemannian Hessian is
+
+* block diagonal in the rows of ``Xi``: ``B_i = Q_1 diag(w / U_i^2) Q_1^T - (<V, G_V>/(K-1)) I``
+  (the barrier's Hessian pulled back through ``phi``, plus the sphere's Weingarten term);
+* plus a rank ``d (r-1)`` data term ``-2 X X^T`` acting on each column of ``Xi``;
+* plus a border of ``r(r-1)/2`` columns coupling ``Xi`` and ``omega`` (and the small
+  ``omega`` block with the orthogonal group's Weingarten term), obtained by
+  ``r(r-1)/2`` Hessian-vector products;
+* and ``r`` linear constraints (``1^T Xi = 0``, ``<V, Xi> = 0``).
+
+For each trial ``lam`` the KKT system is reduced by block elimination (Woodbury) to a
+dense system of size ``(d+1)(r-1) + r(r-1)/2 + 1``; positive definiteness on the
+tangent space is decided exactly from the inertia (Haynsworth: ``B + lam I`` positive
+definite and the Schur complement's reduced block positive definite, by Cholesky).
+A step costs ``O(n (r^3 + d^2 r^2))``: linear in the number of points.
+
+The iterate stays strictly feasible: a trial point with some ``U_ij <= 0`` has cost
+``+inf``, is rejected and ``sigma`` grows, so ``log`` never sees a non-positive entry.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxsolve.cluster._problem import kmeans_manifold, lift, skew_basis
+from jaxsolve.core import Status, make_solver
+
+__all__ = ["kmeans_newton", "NewtonState", "NewtonInfo", "barrier_cost"]
+
+
+class NewtonState(NamedTuple):
+    x: tuple  # (V, Q)
+    iter_num: jax.Array
+    error: jax.Array  # Riemannian gradient norm
+    status: jax.Array
+    value: jax.Array  # f(V, Q)
+    grad: tuple  # Euclidean gradient (G_V, G_Q)
+    sigma: jax.Array  # cubic regularization weight
+
+
+class NewtonInfo(NamedTuple):
+    rho: jax.Array
+    lam: jax.Array
+    accepted: jax.Array
+    inner_steps: jax.Array
+    step_fraction: jax.Array
+
+
+def _weight(mu, v, q):
+    n = v.shape[0]
+    return mu / (n * q.shape[0])
+
+
+def barrier_cost(x, data, mu):
+    """``f(V, Q) = -||X^T V||^2 - mu/(n r) sum log phi(V, Q)``; ``+inf`` where ``phi <= 0``."""
+    v, q = x
+    u = lift(v, q)
+    ok = jnp.all(u > 0)
+    logs = jnp.log(jnp.where(u > 0, u, 1.0))
+    val = -jnp.sum((data.T @ v) ** 2) - _weight(mu, v, q) * jnp.sum(logs)
+    return jnp.where(ok, val, jnp.inf)
+
+
+def _value_and_grad(x, data, mu):
+    return jax.value_and_grad(barrier_cost)(x, data, mu)
+
+
+def _rgrad(x, g, basis):
+    """Riemannian gradient in tangent coordinates: (Xi_g, omega_g)."""
+    v, q = x
+    gv, gq = g
+    rho2 = jnp.sum(v * v)
+    gvc = gv - jnp.mean(gv, axis=0, keepdims=True)
+    xi = gvc - (jnp.sum(v * gvc) / rho2) * v
+    om = jnp.einsum("kab,ab->k", basis, gq @ q.T)
+    return xi, om
+
+
+def _init(x0, args, *, hp, max_inner):  # noqa: ARG001
+    mu = hp["mu"].astype(x0[0].dtype)
+    f, g = _value_and_grad(x0, args, mu)
+    basis = skew_basis(x0[1].shape[0], x0[0].dtype)
+    xi, om = _rgrad(x0, g, basis)
+    err = jnp.sqrt(jnp.sum(xi * xi) + jnp.sum(om * om))
+    err = jnp.where(jnp.isfinite(f), err, jnp.inf)
+    return NewtonState(
+        x=x0,
+        iter_num=jnp.int32(0),
+        error=err,
+        status=jnp.int32(Status.SUCCESS),
+        value=f,
+        grad=g,
+        sigma=hp["sigma0"].astype(x0[0].dtype),
+    )
+
+
+class _Structure(NamedTuple):
+    evals: jax.Array  # (n, p) eigenvalues of the diagonal blocks B_i
+    evecs: jax.Array  # (n, p, p)
+    xbar: jax.Array  # (n, d+1) = [X, 1]
+    rgen: jax.Array  # (m_w + 1, n, p): border rows C_k and V
+    h_om: jax.Array  # (m_w, m_w)
+    d: int
+
+
+def _structure(x, g, data, mu, basis):
+    v, q = x
+    gv, gq = g
+    n, p = v.shape
+    dt = v.dtype
+    w = _weight(mu, v, q)
+    u = lift(v, q)
+    dmat = w / (u * u)
+    q1 = q[1:]
+    c_v = jnp.sum(v * gv) / jnp.sum(v * v)
+    blocks = jnp.einsum("ar,ir,br->iab", q1, dmat, q1) - c_v * jnp.eye(p, dtype=dt)
+    evals, evecs = jnp.linalg.eigh(blocks)
+
+    # Border: D^2 f[(0, E_k Q)] by forward-over-reverse products.
+    def hvp(dq):
+        tangent = (jnp.zeros_like(v), dq)
+        return jax.jvp(lambda z: jax.grad(barrier_cost)(z, data, mu), (x,), (tangent,))[1]
+
+    dirs = basis @ q  # (m_w, r, r)
+    hv, hq = jax.vmap(hvp)(dirs)
+    sym_s = 0.5 * (q.T @ gq + gq.T @ q)
+    h_om = jnp.einsum("lab,kab->kl", dirs, hq) - jnp.einsum("lab,kac,cb->kl", dirs, dirs, sym_s)
+    h_om = 0.5 * (h_om + h_om.T)
+    rgen = jnp.concatenate([hv, v[None]], axis=0)
+    xbar = jnp.concatenate([data, jnp.ones((n, 1), dt)], axis=1)
+    return _Structure(evals, evecs, xbar, rgen, h_om, data.shape[1])
+
+
+def _binv(st, lam, r):
+    """``r B~^{-1}`` row by row for ``r`` of shape (..., n, p)."""
+    inv = 1.0 / (st.evals + lam)
+    t = jnp.einsum("...ia,iab->...ib", r, st.evecs)
+    return jnp.einsum("...ib,iab->...ia", t * inv, st.evecs)
+
+
+def _factor(st, lam):
+    """Assemble and factor the reduced KKT system at ``lam``; returns (ok, solve)."""
+    n, p = st.evals.shape
+    dt = st.evals.dtype
+    d1 = st.xbar.shape[1]
+    m_w = st.h_om.shape[0]
+    inv = 1.0 / (st.evals + lam)
+    binv_blocks = jnp.einsum("iab,ib,icb->iac", st.evecs, inv, st.evecs)  # (n, p, p)
+    # kron block: sum_i xbar_i xbar_i^T (x) B~_i^{-1}, index (a, c), (b, c').
+    kk = jnp.einsum("ia,ib,icd->acbd", st.xbar, st.xbar, binv_blocks).reshape(d1 * p, d1 * p)
+    rb = _binv(st, lam, st.rgen)  # (m_g, n, p)
+    kg = jnp.einsum("ia,jic->jac", st.xbar, rb).reshape(-1, d1 * p)  # (m_g, d1 p)
+    gg = jnp.einsum("jic,lic->jl", st.rgen, rb)
+    m_g = st.rgen.shape[0]
+    fk = jnp.concatenate([jnp.full((st.d * p,), 0.5, dt), jnp.zeros((p,), dt)])
+    fg = jnp.zeros((m_g, m_g), dt).at[:m_w, :m_w].set(st.h_om + lam * jnp.eye(m_w, dtype=dt))
+    s = jnp.block([[jnp.diag(fk) - kk, -kg.T], [-kg, fg - gg]])
+    # a = data z (first d p) and omega; c = nu (p) and eta (1).
+    m = s.shape[0]
+    idx_a = jnp.concatenate([jnp.arange(st.d * p), d1 * p + jnp.arange(m_w)])
+    idx_c = jnp.concatenate([st.d * p + jnp.arange(p), jnp.array([m - 1])])
+    s_aa = s[idx_a][:, idx_a]
+    s_ac = s[idx_a][:, idx_c]
+    s_cc = s[idx_c][:, idx_c]
+    l_c = jnp.linalg.cholesky(-s_cc)
+    t = jax.scipy.linalg.cho_solve((l_c, True), s_ac.T)  # (-S_cc)^{-1} S_ca
+    schur = s_aa + s_ac @ t
+    l_a = jnp.linalg.cholesky(0.5 * (schur + schur.T))
+    ok = jnp.all(st.evals + lam > 0) & jnp.all(jnp.isfinite(l_c)) & jnp.all(jnp.isfinite(l_a))
+
+    def solve(gx, h_om):
+        """Solve (Hess + lam) p = -g on the tangent space; gx: (n, p) ambient, h_om: (m_w,)."""
+        gb = _binv(st, lam, gx)
+        bk = jnp.einsum("ia,ic->ac", st.xbar, gb).reshape(-1)
+        bg = jnp.einsum("jic,ic->j", st.rgen, gb)
+        rhs_h = jnp.zeros((m,), dt).at[d1 * p : d1 * p + m_w].set(h_om)
+        b = -rhs_h + jnp.concatenate([bk, bg])
+        b_a, b_c = b[idx_a], b[idx_c]
+        # S y = b with S_cc negative definite: y_c = S_cc^{-1}(b_c - S_ca y_a)
+        rhs_a = b_a + s_ac @ jax.scipy.linalg.cho_solve((l_c, True), b_c)
+        y_a = jax.scipy.linalg.cho_solve((l_a, True), rhs_a)
+        y_c = -jax.scipy.linalg.cho_solve((l_c, True), b_c - s_ac.T @ y_a)
+        y = jnp.zeros((m,), dt).at[idx_a].set(y_a).at[idx_c].set(y_c)
+        yk = y[: d1 * p].reshape(d1, p)
+        yg = y[d1 * p :]
+        ly = st.xbar @ yk + jnp.einsum("j,jic->ic", yg, st.rgen)
+        xi = -_binv(st, lam, gx + ly)
+        om = y[d1 * p : d1 * p + m_w]
+        return xi, om
+
+    return ok, solve
+
+
+class _Search(NamedTuple):
+    lam: jax.Array
+    lo: jax.Array
+    hi: jax.Array
+    xi: jax.Array
+    om: jax.Array
+    found: jax.Array
+    done: jax.Array
+    it: jax.Array
+    best_lam: jax.Array
+
+
+def _cubic_subproblem(st, gv, g_om, gnorm, sigma, max_inner, rtol):
+    dt = gv.dtype
+    lam_b = jnp.maximum(-jnp.min(st.evals), 0.0)
+    lo0 = lam_b * (1 + 1e-12) + jnp.finfo(dt).tiny
+    lam0 = lo0 + jnp.sqrt(sigma * gnorm)
+    inf = jnp.asarray(jnp.inf, dt)
+
+    def cond(c):
+        return (~c.done) & (c.it < max_inner)
+
+    def body(c):
+        ok, solve = _factor(st, c.lam)
+        xi, om = solve(gv, g_om)
+        pn = jnp.sqrt(jnp.sum(xi * xi) + jnp.sum(om * om))
+        ok = ok & jnp.isfinite(pn)
+        psi = c.lam - sigma * pn
+        conv = ok & (jnp.abs(psi) <= rtol * c.lam)
+        lo = jnp.where(~ok | (psi < 0), c.lam, c.lo)
+        hi = jnp.where(ok & (psi >= 0), c.lam, c.hi)
+        # Newton on phi(lam) = 1/||p|| - sigma/lam, with dp/dlam = -(H + lam)^{-1} p.
+        qx, qo = solve(-xi, -om)
+        dpn = -(jnp.sum(xi * qx) + jnp.sum(om * qo)) / jnp.maximum(pn, jnp.finfo(dt).tiny)
+        phi = 1.0 / pn - sigma / c.lam
+        dphi = -dpn / pn**2 + sigma / c.lam**2
+        cand = c.lam - phi / dphi
+        bis = jnp.where(jnp.isfinite(hi), 0.5 * (lo + hi), 2.0 * lo + jnp.sqrt(sigma * gnorm))
+        use_newton = ok & jnp.isfinite(cand) & (cand > lo) & (cand < hi)
+        nxt = jnp.where(use_newton, cand, bis)
+        keep = ok
+        return _Search(
+            lam=nxt,
+            lo=lo,
+            hi=hi,
+            xi=jnp.where(keep, xi, c.xi),
+            om=jnp.where(keep, om, c.om),
+            found=c.found | ok,
+            done=conv,
+            it=c.it + 1,
+            best_lam=jnp.where(keep, c.lam, c.best_lam),
+        )
+
+    init = _Search(
+        lam=lam0,
+        lo=lo0,
+        hi=inf,
+        xi=jnp.zeros_like(gv),
+        om=jnp.zeros_like(g_om),
+        found=jnp.asarray(False),
+        done=jnp.asarray(False),
+        it=jnp.int32(0),
+        best_lam=lam0,
+    )
+    out = jax.lax.while_loop(cond, body, init)
+    return out.xi, out.om, out.best_lam, out.found, out.it
+
+
+def _step(state, args, *, hp, max_inner):
+    x = state.x
+    v, q = x
+    dt = v.dtype
+    mu = hp["mu"].astype(dt)
+    sigma = state.sigma
+    n, r = v.shape[0], q.shape[0]
+    basis = skew_basis(r, dt)
+    # Unit-radius copy of the lift; V is retracted as V = rho * R_{V/rho}(Xi/rho), rho = ||V||.
+    sphere, orth = kmeans_manifold(n, 2, r).manifolds
+    g = state.grad
+    gxi, g_om = _rgrad(x, g, basis)
+    gnorm = jnp.sqrt(jnp.sum(gxi * gxi) + jnp.sum(g_om * g_om))
+
+    st = _structure(x, g, args, mu, basis)
+    xi, om, lam, found, inner = _cubic_subproblem(
+        st, g[0], g_om, gnorm, sigma, max_inner, hp["inner_rtol"].astype(dt)
+    )
+    omega = jnp.einsum("k,kab->ab", om, basis)
+    # Fraction to the boundary (interior-point safeguard, our addition to ARC): shorten
+    # the step to t p so that the linearized lift U + t dU keeps ``tau`` of each entry,
+    # dU = ([0, Xi] + [e, V] Omega) Q. The model ratio below uses m(t p).
+    u = lift(v, q)
+    ybar = jnp.concatenate([jnp.full((n, 1), 1.0 / jnp.sqrt(n), dt), v], axis=1)
+    du = (jnp.concatenate([jnp.zeros((n, 1), dt), xi], axis=1) + ybar @ omega) @ q
+    ratio = jnp.where(du < 0, -u / jnp.where(du < 0, du, -1.0), jnp.inf)
+    t0 = jnp.minimum(1.0, hp["tau"].astype(dt) * jnp.min(ratio))
+    radius = jnp.linalg.norm(v)
+
+    def trial(t):
+        # The manifold's own retractions (second order on both factors).
+        v_new = radius * sphere.retract(v / radius, (t * xi) / radius)
+        q_new = orth.retract(q, (t * omega) @ q)
+        return v_new, q_new
+
+    # The retraction curves away from its linearization: halve t until the lift is
+    # strictly positive (at most 30 halvings; O(n r) each), so log never sees U <= 0.
+    def bt_cond(c):
+        t, k = c
+        return (k < 30) & ~jnp.all(lift(*trial(t)) > (1 - hp["tau"].astype(dt)) * u)
+
+    t, _ = jax.lax.while_loop(bt_cond, lambda c: (0.5 * c[0], c[1] + 1), (t0, jnp.int32(0)))
+    x_new = trial(t)
+    xi, om = t * xi, t * om
+    f_new, g_new = _value_and_grad(x_new, args, mu)
+
+    gp = jnp.sum(gxi * xi) + jnp.sum(g_om * om)
+    pp = jnp.sum(xi * xi) + jnp.sum(om * om)
+    # <g, tp> + t^2/2 <p, H p> on the tangent space, with <p, H p> = -<g, p> - lam ||p||^2.
+    # (gp, pp are those of the shortened step t p).
+    model = gp - 0.5 * (t * gp + lam * pp)
+    reg = 1e3 * jnp.finfo(dt).eps * jnp.maximum(1.0, jnp.abs(state.value))
+    rho = (state.value - f_new + reg) / (-model + reg)
+    accept = found & jnp.isfinite(f_new) & (rho >= hp["eta1"].astype(dt)) & (model < 0)
+    sig_min = hp["sigma_min"].astype(dt)
+    sigma = jnp.where(
+        accept & (rho >= hp["eta2"].astype(dt)),
+        jnp.maximum(sig_min, 0.1 * sigma),
+        jnp.where(accept, sigma, 2.0 * sigma),
+    )
+    # A step cut by the boundary says the model's natural length (lam / sigma) is too long:
+    # raise sigma so that the next step's length is about the admissible one (the
+    # cubic model's stationarity lam = sigma ||p|| at ||p|| = t ||p_full||).
+    pfull = jnp.sqrt(pp) / jnp.maximum(t, jnp.finfo(dt).tiny)
+    sigma = jnp.where(
+        t < 1, jnp.maximum(sigma, lam / jnp.maximum(jnp.sqrt(pp), jnp.finfo(dt).tiny)), sigma
+    )
+    del pfull
+    x_out = jax.tree.map(lambda a, b: jnp.where(accept, a, b), x_new, x)
+    g_out = jax.tree.map(lambda a, b: jnp.where(accept, a, b), g_new, g)
+    f_out = jnp.where(accept, f_new, state.value)
+    gxi2, g_om2 = _rgrad(x_out, g_out, basis)
+    err = jnp.sqrt(jnp.sum(gxi2 * gxi2) + jnp.sum(g_om2 * g_om2))
+    # A NaN in the data or the iterate must surface: it propagates into err.
+    err = jnp.where(jnp.isfinite(f_out), err, jnp.nan)
+    new = NewtonState(
+        x=x_out,
+        iter_num=state.iter_num + 1,
+        error=err,
+        status=state.status,
+        value=f_out,
+        grad=g_out,
+        sigma=sigma,
+    )
+    return new, NewtonInfo(rho, lam, accept, inner, t)
+
+
+def kmeans_newton(
+    *,
+    mu: float = 1e-3,
+    sigma0: float = 1.0,
+    sigma_min: float = 1e-10,
+    eta1: float = 0.1,
+    eta2: float = 0.9,
+    inner_rtol: float = 1e-3,
+    max_inner: int = 40,
+    tau: float = 0.9,
+):
+    r"""Cubic-regularized Riemannian Newton (ARC) for the log-barrier K-means problem.
+
+    Paper: Xu, Hou, Chen and Zhang, "Scalable second-order Riemannian optimization for
+    K-means clustering", ICLR 2026 (arXiv 2509.21675). See the module docstring for the
+    cost, the product manifold and the linear-time subproblem.
+
+    The iterate is ``x = (V, Q)`` on :func:`jaxsolve.cluster.kmeans_manifold`
+    (start from :func:`jaxsolve.cluster.feasible_point`: ``phi(V, Q) > 0``); ``args`` is the
+    centred, unit-norm data ``X`` (``n x d``, :func:`jaxsolve.cluster.prepare_data`).
+    ``error`` is the Riemannian gradient norm.
+
+    Args:
+        mu: barrier weight (total, against a data term in ``[-1, 0]``); smaller is closer
+            to the SDP solution and more ill-conditioned (the paper: a sharp transition).
+        sigma0, sigma_min: initial and smallest cubic weight.
+        eta1, eta2: acceptance / very-successful thresholds on the ratio ``rho``
+            (Manopt's ARC: 0.1 and 0.9; ``sigma`` shrinks by 10 or doubles).
+        inner_rtol: relative accuracy of the secular equation ``lam = sigma ||p||``.
+        max_inner: static cap on the bisection/Newton iterations on ``lam`` per step.
+        tau: fraction to the boundary: a step is shortened so that the linearized lift
+            keeps at least ``1 - tau`` of every entry of ``U`` (interior-point safeguard).
+    """
+    hp = {
+        "mu": mu,
+        "sigma0": sigma0,
+        "sigma_min": sigma_min,
+        "eta1": eta1,
+        "eta2": eta2,
+        "inner_rtol": inner_rtol,
+        "tau": tau,
+    }
+    return make_solver(_init, _step, hp=hp, max_inner=int(max_inner))
