@@ -10,6 +10,7 @@ from jaxsolve.manifolds.checks import TaylorCheck, check_gradient, check_hessian
 from jaxsolve.manifolds.doubly_stochastic import DoublyStochastic, sinkhorn
 from jaxsolve.manifolds.euclidean import Euclidean, Symmetric
 from jaxsolve.manifolds.product import Product
+from jaxsolve.manifolds.rim import RIM, rim_project
 from jaxsolve.manifolds.sphere import Oblique, Sphere
 from jaxsolve.manifolds.stiefel import Orthogonal, Stiefel
 
@@ -20,6 +21,7 @@ __all__ = [
     "Oblique",
     "Orthogonal",
     "Product",
+    "RIM",
     "Sphere",
     "Stiefel",
     "Symmetric",
@@ -27,5 +29,6 @@ __all__ = [
     "check_gradient",
     "check_hessian",
     "hessian_spectrum",
+    "rim_project",
     "sinkhorn",
 ]
