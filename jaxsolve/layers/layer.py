@@ -1,0 +1,88 @@
+"""``ProjectionLayer``: an equinox module that makes a network's output feasible by design."""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+
+from jaxsolve.layers.polytope import Polytope
+from jaxsolve.layers.project import project
+
+__all__ = ["ProjectionLayer"]
+
+
+class ProjectionLayer(eqx.Module):
+    r"""Pinet output layer: :math:`y \mapsto \Pi_{\mathcal C(b, l, u, lb, ub)}(y)`.
+
+    Put it at the end of an MLP (Pinet, arXiv 2508.10480): the prediction satisfies
+    :math:`Ax = b,\ l \le Cx \le u,\ lb \le x \le ub` up to ``tol``, and gradients
+    flow back to the network (and to per-example ``b, l, u, lb, ub``) through the
+    implicit backward of :func:`jaxsolve.layers.project`.
+
+    The polytope is factorized once at construction. Its arrays are leaves of the
+    module but receive no gradient (``A``, ``C`` are structure): keep the layer out
+    of the optimizer's parameters (e.g. optimize only the MLP, or filter with
+    ``eqx.partition``) so that weight decay never touches them.
+
+    Args:
+        polytope: the constraint set (its data are defaults, overridable per call).
+        steps, tol, sigma, omega, backward, backward_steps: as in :func:`project`
+            (static configuration of the layer).
+
+    Call: ``layer(y, b=None, l=None, u=None, lb=None, ub=None, warm=None,
+    return_info=False)`` with ``y`` of shape ``(..., n)`` and optional per-example data.
+    """
+
+    polytope: Polytope
+    steps: int = eqx.field(static=True, default=1000)
+    tol: float | None = eqx.field(static=True, default=None)
+    sigma: float | None = eqx.field(static=True, default=None)
+    omega: float = eqx.field(static=True, default=1.7)
+    backward: str = eqx.field(static=True, default="gmres")
+    backward_steps: int = eqx.field(static=True, default=200)
+
+    def __init__(
+        self,
+        polytope: Polytope,
+        *,
+        steps: int = 1000,
+        tol: float | None = None,
+        sigma: float | None = None,
+        omega: float = 1.7,
+        backward: str = "gmres",
+        backward_steps: int = 200,
+    ):
+        if not isinstance(polytope, Polytope):
+            raise TypeError(
+                f"polytope must be a jaxsolve.layers.Polytope, got {type(polytope).__name__}"
+            )
+        self.polytope = polytope if polytope.factors is not None else polytope.factorize()
+        self.steps, self.tol, self.sigma, self.omega = steps, tol, sigma, omega
+        self.backward, self.backward_steps = backward, backward_steps
+
+    def __call__(
+        self,
+        y: jax.Array,
+        *,
+        b=None,
+        l=None,
+        u=None,
+        lb=None,
+        ub=None,
+        warm=None,
+        return_info: bool = False,
+    ):
+        data = {k: v for k, v in dict(b=b, l=l, u=u, lb=lb, ub=ub).items() if v is not None}
+        poly = self.polytope.update(**data) if data else self.polytope
+        return project(
+            y,
+            poly,
+            steps=self.steps,
+            tol=self.tol,
+            warm=warm,
+            sigma=self.sigma,
+            omega=self.omega,
+            backward=self.backward,
+            backward_steps=self.backward_steps,
+            return_info=return_info,
+        )

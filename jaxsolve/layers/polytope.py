@@ -1,0 +1,407 @@
+r"""The constraint set of the projection layer and its one-time factorization.
+
+A :class:`Polytope` is :math:`\{x \in \mathbb{R}^n : Ax = b,\; l \le Cx \le u,\;
+lb \le x \le ub\}`; any of the three parts may be absent. ``A`` and ``C`` are the
+*structure* (one matrix shared by a whole batch); ``b, l, u, lb, ub`` are the
+*data* and may carry leading batch dimensions (one right-hand side per example).
+
+Following Pinet (Grontas, Terpin, et al., arXiv 2508.10480, section 3), the set is
+lifted to :math:`w = (x, s) \in \mathbb{R}^{n+m}` with
+
+.. math:: \mathcal{A} = \{w : \underbrace{\begin{bmatrix} A & 0 \\ C & -I
+   \end{bmatrix}}_{M} w = \begin{bmatrix} b \\ 0 \end{bmatrix}\},\qquad
+   \mathcal{K} = [lb, ub] \times [l, u],
+
+so that the polytope is the :math:`x`-part of :math:`\mathcal{A} \cap \mathcal{K}`.
+:func:`factorize` computes, once per polytope, a Ruiz equilibration
+:math:`\tilde M = D_r M D_c` and the orthogonal projector onto the affine set
+:math:`\tilde{\mathcal{A}}` in the scaled variables :math:`\tilde w = D_c^{-1} w`:
+:math:`\Pi_{\tilde{\mathcal A}}(v) = P v + W b` with :math:`P` the projector onto
+:math:`\ker \tilde M` and :math:`W = \tilde M^{+}[:, :p]\,\mathrm{diag}(D_r[:p])`.
+:math:`P` is applied in its cheapest exact form: :math:`U(U^\top v)` with an
+orthonormal null-space basis :math:`U` when :math:`\dim\ker\tilde M \le
+\operatorname{rank}\tilde M`, else :math:`v - R(R^\top v)` with a row-space basis
+:math:`R` (both from one SVD), i.e. :math:`2(n+m)\min(k, r)` flops per example and
+step instead of the :math:`(n+m)^2` of a dense projector or the
+:math:`2(n+m)(p+m)` of the pseudo-inverse form ``x - A^+(Ax - b)`` used by the
+``pinet-hcnn`` package.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxsolve.core.validation import check_finite, check_floating, is_concrete
+
+__all__ = ["Polytope", "Factors", "factorize", "ruiz_equilibration"]
+
+
+def ruiz_equilibration(M: jax.Array, iters: int = 25, *, tol: float = 1e-3):
+    r"""Modified Ruiz equilibration (2-norm, rows then columns), as in Pinet.
+
+    Repeats :math:`M \leftarrow \mathrm{diag}(\|M_{i,:}\|^{-1/2}) M`, then
+    :math:`M \leftarrow M\,\mathrm{diag}(\|M_{:,j}\|^{-1/2})` for ``iters`` rounds
+    and keeps the scaling with the best balance criterion
+    :math:`\max(1 - \min_i\|M_{i,:}\|/\max_i\|M_{i,:}\|,\;
+    1 - \min_j\|M_{:,j}\|/\max_j\|M_{:,j}\|)` (stopping early below ``tol``), as the
+    ``ruiz_equilibration`` of Pinet (arXiv 2508.10480, appendix on equilibration).
+    Zero rows or columns keep the factor 1.
+
+    Returns:
+        ``(d_r, d_c)`` with ``diag(d_r) @ M @ diag(d_c)`` equilibrated.
+    """
+    rows, cols = M.shape
+    d_r = jnp.ones((rows,), M.dtype)
+    d_c = jnp.ones((cols,), M.dtype)
+    if rows == 0 or iters == 0:
+        return d_r, d_c
+
+    def criterion(S):
+        rn = jnp.linalg.norm(S, axis=1)
+        cn = jnp.linalg.norm(S, axis=0)
+        ratio = lambda v: jnp.min(jnp.where(v > 0, v, jnp.inf)) / jnp.max(v)
+        return jnp.maximum(1 - ratio(rn), 1 - ratio(cn))
+
+    best = criterion(M)
+    best_r, best_c = d_r, d_c
+    S = M
+    for _ in range(iters):
+        rn = jnp.linalg.norm(S, axis=1)
+        rf = jnp.where(rn > 0, jnp.sqrt(rn), 1.0)
+        d_r = d_r / rf
+        S = S / rf[:, None]
+        cn = jnp.linalg.norm(S, axis=0)
+        cf = jnp.where(cn > 0, jnp.sqrt(cn), 1.0)
+        d_c = d_c / cf
+        S = S / cf[None, :]
+        crit = criterion(S)
+        better = crit < best
+        best_r = jnp.where(better, d_r, best_r)
+        best_c = jnp.where(better, d_c, best_c)
+        best = jnp.minimum(crit, best)
+        if is_concrete(crit) and float(crit) < tol:
+            break
+    return best_r, best_c
+
+
+class Factors(eqx.Module):
+    r"""What :func:`factorize` computes once per polytope (shared by a whole batch).
+
+    Attributes:
+        d_c: column scaling :math:`D_c` of the lifted variables, shape ``(n + m,)``.
+        basis: ``U`` (null space, mode ``"null"``), ``R`` (row space, mode ``"range"``)
+            or the dense projector ``P`` (mode ``"dense"``, used when the rank is not
+            known because ``A``/``C`` are traced).
+        w_b: :math:`\tilde M^{+}[:, :p]\,\mathrm{diag}(D_r[:p])`, shape ``(n + m, p)``:
+            the affine offset is ``q = w_b @ b``.
+        A, C: the original matrices (for the lifted start point and the consistency
+            check of ``Ax = b``).
+        n, p, m, mode: static sizes and the form of the projector.
+    """
+
+    d_c: jax.Array
+    basis: jax.Array
+    w_b: jax.Array
+    A: jax.Array
+    C: jax.Array
+    n: int = eqx.field(static=True)
+    p: int = eqx.field(static=True)
+    m: int = eqx.field(static=True)
+    mode: str = eqx.field(static=True)
+
+    def proj_null(self, v: jax.Array) -> jax.Array:
+        """:math:`P v`: the orthogonal projection of ``v`` onto :math:`\\ker \\tilde M`."""
+        B = self.basis.astype(v.dtype)
+        if self.mode == "null":
+            return B @ (B.T @ v)
+        if self.mode == "range":
+            return v - B @ (B.T @ v)
+        return B @ v
+
+    def offset(self, b: jax.Array) -> jax.Array:
+        """:math:`q = \\tilde M^{+} D_r [b; 0]`: the minimum-norm point of the scaled affine set."""
+        if self.p == 0:
+            return jnp.zeros((self.n + self.m,), b.dtype)
+        return self.w_b.astype(b.dtype) @ b
+
+    def astype(self, dtype) -> Factors:
+        cast = lambda a: a.astype(dtype)
+        return Factors(
+            cast(self.d_c),
+            cast(self.basis),
+            cast(self.w_b),
+            cast(self.A),
+            cast(self.C),
+            self.n,
+            self.p,
+            self.m,
+            self.mode,
+        )
+
+
+def factorize(A: jax.Array, C: jax.Array, *, ruiz_iters: int = 25) -> Factors:
+    r"""Equilibrate the lifted matrix and factor the affine projection (once per polytope).
+
+    ``A`` is ``(p, n)``, ``C`` is ``(m, n)`` (either may have zero rows). One SVD of
+    :math:`\tilde M = D_r M D_c` gives the rank :math:`r` (singular values above
+    :math:`\sigma_{\max}\max(p+m, n+m)\,\varepsilon`), the pseudo-inverse columns for
+    ``b`` and the projector onto :math:`\ker\tilde M` in its cheapest form (see the
+    module docstring). Costs :math:`O((p+m)(n+m)^2)` once; every projection step then
+    costs :math:`O((n+m)\min(r, n+m-r))`.
+    """
+    A = jax.lax.stop_gradient(jnp.asarray(A))
+    C = jax.lax.stop_gradient(jnp.asarray(C))
+    dtype = jnp.result_type(A, C)
+    p, n = A.shape
+    m = C.shape[0]
+    N = n + m
+    M = jnp.concatenate(
+        [
+            jnp.concatenate([A, jnp.zeros((p, m), dtype)], axis=1),
+            jnp.concatenate([C, -jnp.eye(m, dtype=dtype)], axis=1),
+        ],
+        axis=0,
+    )
+    d_r, d_c = ruiz_equilibration(M, ruiz_iters)
+    Ms = d_r[:, None] * M * d_c[None, :]
+    rows = p + m
+    if rows == 0:
+        basis = jnp.zeros((N, 0), dtype)
+        return Factors(d_c, basis, jnp.zeros((N, 0), dtype), A, C, n, p, m, "range")
+    U, sv, Vh = jnp.linalg.svd(Ms, full_matrices=True)
+    cutoff = sv[0] * max(rows, N) * jnp.finfo(dtype).eps
+    keep = sv > cutoff
+    inv = jnp.where(keep, 1.0 / jnp.where(keep, sv, 1.0), 0.0)
+    pinv = (Vh[: sv.shape[0]].T * inv[None, :]) @ U.T  # (N, rows)
+    w_b = pinv[:, :p] * d_r[None, :p]
+    if is_concrete(Ms):
+        r = int(np.sum(np.asarray(keep)))
+        k = N - r
+        if k <= r:
+            basis, mode = Vh[r:].T, "null"
+        else:
+            basis, mode = Vh[:r].T, "range"
+    else:
+        mask = jnp.concatenate([~keep, jnp.ones((N - sv.shape[0],), bool)])
+        basis, mode = (Vh.T * mask[None, :].astype(dtype)) @ Vh, "dense"
+    return Factors(d_c, basis, w_b, A, C, n, p, m, mode)
+
+
+def _as_matrix(name, M):
+    if M is None:
+        return None
+    if isinstance(M, list | tuple):
+        M = np.asarray(M)
+    check_floating(name, M)
+    M = jnp.asarray(M)
+    if M.ndim != 2:
+        raise ValueError(
+            f"{name} must be a 2-D matrix (rows, n) shared by the whole batch, got shape "
+            f"{M.shape}; only b, l, u, lb, ub may carry batch dimensions"
+        )
+    if 0 in M.shape:
+        raise ValueError(f"{name} has an empty axis (shape {M.shape}); pass None instead")
+    if is_concrete(M) and not bool(jnp.all(jnp.isfinite(M))):
+        raise ValueError(f"{name} contains NaN or Inf")
+    return M
+
+
+def _as_vector(name, v, size, *, allow_inf):
+    if v is None:
+        return None
+    if isinstance(v, list | tuple):
+        v = np.asarray(v)
+    check_floating(name, v)
+    v = jnp.asarray(v)
+    if v.ndim == 0 or v.shape[-1] != size:
+        raise ValueError(
+            f"{name} must have shape (..., {size}) (a leading batch shape is allowed), "
+            f"got {v.shape}"
+        )
+    check_finite(name, v)
+    if not allow_inf and is_concrete(v) and not bool(jnp.all(jnp.isfinite(v))):
+        raise ValueError(f"{name} contains Inf")
+    return v
+
+
+class Polytope(eqx.Module):
+    r"""The convex set :math:`\{x : Ax = b,\; l \le Cx \le u,\; lb \le x \le ub\}`.
+
+    ``A`` (``(p, n)``) and ``C`` (``(m, n)``) are shared by a whole batch; ``b``
+    (``(..., p)``), ``l``, ``u`` (``(..., m)``), ``lb``, ``ub`` (``(..., n)``) may carry
+    leading batch dimensions (broadcast against each other and against the points
+    projected). Missing bounds are infinite (``l=None`` means :math:`-\infty`); use
+    ``-jnp.inf``/``jnp.inf`` entries for one-sided rows. A pytree (equinox Module):
+    it can be passed through ``jit`` and ``vmap``.
+
+    Validated on construction (outside ``jit``): matrices 2-D, finite and floating;
+    shapes consistent; ``b`` finite; ``l <= u`` and ``lb <= ub`` elementwise; no NaN.
+    Errors name the argument. :meth:`factorize` returns a copy holding the
+    one-time :class:`Factors`, which :func:`jaxsolve.layers.project` then reuses.
+    """
+
+    A: jax.Array | None
+    b: jax.Array | None
+    C: jax.Array | None
+    l: jax.Array | None
+    u: jax.Array | None
+    lb: jax.Array | None
+    ub: jax.Array | None
+    factors: Factors | None
+
+    def __init__(self, A=None, b=None, C=None, l=None, u=None, lb=None, ub=None, *, factors=None):
+        A = _as_matrix("A", A)
+        C = _as_matrix("C", C)
+        if A is None and b is not None:
+            raise ValueError("b was given without A (the equality rows Ax = b need both)")
+        if A is not None and b is None:
+            raise ValueError("A was given without b (the equality rows Ax = b need both)")
+        if C is None and (l is not None or u is not None):
+            raise ValueError("l/u were given without C (the rows l <= Cx <= u need C)")
+        if C is not None and l is None and u is None:
+            raise ValueError("C was given without l or u: give at least one bound of l <= Cx <= u")
+        n = None
+        for name, M in (("A", A), ("C", C)):
+            if M is not None:
+                if n is not None and M.shape[1] != n:
+                    raise ValueError(
+                        f"{name} has {M.shape[1]} columns but A has {n}: both act on the same x"
+                    )
+                n = M.shape[1]
+        if n is None:
+            for name, v in (("lb", lb), ("ub", ub)):
+                if v is not None:
+                    n = int(np.shape(v)[-1]) if np.ndim(v) else None
+                    if n is None:
+                        raise ValueError(f"{name} must have shape (..., n), got a scalar")
+                    break
+        if n is None:
+            raise ValueError("Polytope needs at least one constraint: give A/b, C/l/u or lb/ub")
+        b = _as_vector("b", b, A.shape[0], allow_inf=False) if A is not None else None
+        l = _as_vector("l", l, C.shape[0], allow_inf=True) if C is not None else None
+        u = _as_vector("u", u, C.shape[0], allow_inf=True) if C is not None else None
+        lb = _as_vector("lb", lb, n, allow_inf=True)
+        ub = _as_vector("ub", ub, n, allow_inf=True)
+        for lo_name, lo, hi_name, hi in (("l", l, "u", u), ("lb", lb, "ub", ub)):
+            if lo is None or hi is None:
+                continue
+            try:
+                np.broadcast_shapes(lo.shape, hi.shape)
+            except ValueError:
+                raise ValueError(
+                    f"{lo_name} {lo.shape} and {hi_name} {hi.shape} do not broadcast"
+                ) from None
+            if is_concrete((lo, hi)) and bool(jnp.any(lo > hi)):
+                i = int(np.argmax(np.ravel(np.broadcast_arrays(lo > hi)[0])))
+                raise ValueError(
+                    f"{lo_name} <= {hi_name} must hold elementwise; it fails at flat index {i}"
+                )
+        self.A, self.b, self.C, self.l, self.u, self.lb, self.ub = A, b, C, l, u, lb, ub
+        self.factors = factors
+
+    # -- sizes -----------------------------------------------------------------------------
+    @property
+    def n(self) -> int:
+        """Dimension of x."""
+        for M in (self.A, self.C):
+            if M is not None:
+                return int(M.shape[1])
+        return int((self.lb if self.lb is not None else self.ub).shape[-1])
+
+    @property
+    def p(self) -> int:
+        """Number of equality rows."""
+        return 0 if self.A is None else int(self.A.shape[0])
+
+    @property
+    def m(self) -> int:
+        """Number of two-sided inequality rows ``l <= Cx <= u``."""
+        return 0 if self.C is None else int(self.C.shape[0])
+
+    @property
+    def batch_shape(self) -> tuple[int, ...]:
+        """Broadcast batch shape of the data ``b, l, u, lb, ub``."""
+        shapes = [v.shape[:-1] for v in (self.b, self.l, self.u, self.lb, self.ub) if v is not None]
+        return tuple(np.broadcast_shapes(*shapes)) if shapes else ()
+
+    # -- structure ---------------------------------------------------------------------------
+    def matrices(self, dtype=None):
+        """``(A, C)`` with zero-row matrices for absent parts."""
+        dtype = dtype or jnp.result_type(
+            *(v for v in (self.A, self.C, self.lb, self.ub) if v is not None)
+        )
+        A = self.A if self.A is not None else jnp.zeros((0, self.n), dtype)
+        C = self.C if self.C is not None else jnp.zeros((0, self.n), dtype)
+        return A.astype(dtype), C.astype(dtype)
+
+    def factorize(self, *, ruiz_iters: int = 25) -> Polytope:
+        """A copy holding the one-time :class:`Factors` (Ruiz scaling + affine projector)."""
+        A, C = self.matrices()
+        return self._replace_factors(factorize(A, C, ruiz_iters=ruiz_iters))
+
+    def _replace_factors(self, factors):
+        return eqx.tree_at(lambda P: P.factors, self, factors, is_leaf=lambda x: x is None)
+
+    def update(self, **data) -> Polytope:
+        """A copy with new data (``b, l, u, lb, ub``), validated, keeping ``A``, ``C`` and the factors.
+
+        This is how a training loop feeds per-example right-hand sides without
+        refactorizing: ``poly.update(b=b_batch)``.
+        """
+        bad = set(data) - {"b", "l", "u", "lb", "ub"}
+        if bad:
+            raise ValueError(f"update() takes only b, l, u, lb, ub; got {sorted(bad)}")
+        kw = {k: getattr(self, k) for k in ("A", "b", "C", "l", "u", "lb", "ub")}
+        kw.update(data)
+        return Polytope(**kw, factors=self.factors)
+
+    # -- data ----------------------------------------------------------------------------
+    def lifted_bounds(self, dtype):
+        """``(lo, hi, b)``: lifted bounds on ``(x, s)`` of shape ``(..., n + m)`` and ``b``.
+
+        Absent bounds become :math:`\\mp\\infty`; ``b`` is ``(..., p)`` (``(0,)`` if absent).
+        """
+        n, m = self.n, self.m
+        inf = jnp.asarray(jnp.inf, dtype)
+        full = lambda v, size, fill: (
+            jnp.full((size,), fill, dtype) if v is None else jnp.asarray(v, dtype)
+        )
+        lb, ub = full(self.lb, n, -inf), full(self.ub, n, inf)
+        l, u = full(self.l, m, -inf), full(self.u, m, inf)
+        bs_x = np.broadcast_shapes(lb.shape[:-1], ub.shape[:-1])
+        bs_s = np.broadcast_shapes(l.shape[:-1], u.shape[:-1])
+        bs = np.broadcast_shapes(bs_x, bs_s)
+        cat = lambda a, c: jnp.concatenate(
+            [jnp.broadcast_to(a, bs + a.shape[-1:]), jnp.broadcast_to(c, bs + c.shape[-1:])],
+            axis=-1,
+        )
+        b = jnp.zeros((0,), dtype) if self.b is None else jnp.asarray(self.b, dtype)
+        return cat(lb, l), cat(ub, u), b
+
+    def violation(self, x: jax.Array) -> jax.Array:
+        """Max constraint violation of ``x`` (``(..., n)``), per point, in the original units.
+
+        :math:`\\max(\\|Ax - b\\|_\\infty, \\|(l - Cx)_+\\|_\\infty, \\|(Cx - u)_+\\|_\\infty,
+        \\|(lb - x)_+\\|_\\infty, \\|(x - ub)_+\\|_\\infty)`.
+        """
+        x = jnp.asarray(x)
+        parts = [jnp.zeros(x.shape[:-1], x.dtype)]
+        if self.A is not None:
+            parts.append(jnp.max(jnp.abs(x @ self.A.T.astype(x.dtype) - self.b), axis=-1))
+        if self.C is not None:
+            Cx = x @ self.C.T.astype(x.dtype)
+            if self.l is not None:
+                parts.append(jnp.max(jnp.maximum(self.l - Cx, 0), axis=-1))
+            if self.u is not None:
+                parts.append(jnp.max(jnp.maximum(Cx - self.u, 0), axis=-1))
+        if self.lb is not None:
+            parts.append(jnp.max(jnp.maximum(self.lb - x, 0), axis=-1))
+        if self.ub is not None:
+            parts.append(jnp.max(jnp.maximum(x - self.ub, 0), axis=-1))
+        out = parts[0]
+        for v in parts[1:]:
+            out = jnp.maximum(out, v)
+        return out
