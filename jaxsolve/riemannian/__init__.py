@@ -1,0 +1,19 @@
+"""Riemannian solvers on the shared protocol: ``<solver>(cost, manifold, **hyper) -> Solver``.
+
+``cost(x, args)`` is any JAX function of a point ``x`` of ``manifold`` (a
+:mod:`jaxsolve.manifolds` object); gradients and Hessian-vector products come from
+autodiff. ``error`` is the Riemannian gradient norm.
+"""
+
+from jaxsolve.riemannian.conjugate_gradient import conjugate_gradient
+from jaxsolve.riemannian.cubic_newton import cubic_newton, solve_cubic_tridiagonal
+from jaxsolve.riemannian.gradient_descent import gradient_descent
+from jaxsolve.riemannian.trust_region import trust_region
+
+__all__ = [
+    "conjugate_gradient",
+    "cubic_newton",
+    "gradient_descent",
+    "solve_cubic_tridiagonal",
+    "trust_region",
+]

@@ -1,0 +1,93 @@
+"""Shared pieces of the Riemannian solvers: oracles from autodiff, validation, line search."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from jaxsolve.core.validation import check_positive
+from jaxsolve.manifolds import Manifold
+from jaxsolve.manifolds.base import tree_scale
+
+__all__ = ["validate", "dtype_of", "value_and_rgrad", "hessian_operator", "backtrack"]
+
+
+def validate(cost, manifold, **positive):
+    """Check the factory arguments before anything is traced."""
+    if not callable(cost):
+        raise TypeError(f"cost must be a callable cost(x, args), got {type(cost).__name__}")
+    if not isinstance(manifold, Manifold):
+        raise TypeError(
+            f"manifold must be a jaxsolve.manifolds.Manifold, got {type(manifold).__name__}"
+        )
+    for name, value in positive.items():
+        if value is not None:
+            check_positive(name, value)
+
+
+def dtype_of(x):
+    return jax.tree.leaves(x)[0].dtype
+
+
+def hp_as(hp, x):
+    """Cast the numeric hyperparameters to the iterate's dtype (float32 stays float32)."""
+    dt = dtype_of(x)
+    return jax.tree.map(lambda v: jnp.asarray(v).astype(dt), hp)
+
+
+def value_and_rgrad(cost, manifold, x, args):
+    """``f(x)``, the Euclidean gradient and the Riemannian gradient (autodiff of ``cost``)."""
+    f, eg = jax.value_and_grad(cost)(x, args)
+    return f, eg, manifold.egrad_to_rgrad(x, eg)
+
+
+def hessian_operator(cost, manifold, x, args, eg):
+    """``u -> Hess f(x)[u]``: forward-over-reverse HVP, linearized once per outer step."""
+    _, lin = jax.linearize(lambda z: jax.grad(cost)(z, args), x)
+    return lambda u: manifold.ehess_to_rhess(x, eg, lin(u), u)
+
+
+def roundoff_slack(f):
+    """Slack for sufficient-decrease tests: a few ulps of ``|f|``.
+
+    Near a minimizer the decrease ``c * alpha * ||g||^2`` falls below the rounding error
+    of ``f`` itself (for ``||g|| ~ 1e-8``); without this slack an Armijo test rejects
+    good steps because of noise and the method stalls short of the tolerance.
+    """
+    eps = jnp.finfo(f.dtype).eps
+    return 8 * eps * jnp.maximum(1.0, jnp.abs(f))
+
+
+def backtrack(cost, manifold, x, args, d, f0, df0, alpha0, *, c, contraction, max_iter):
+    """Armijo backtracking along ``R_x(alpha d)`` (pymanopt/Manopt semantics).
+
+    Tries ``alpha0``, then multiplies by ``contraction`` while
+    ``f(R_x(alpha d)) > f0 + c alpha df0`` and at most ``max_iter`` times in all (a
+    bounded ``lax.while_loop``). Returns ``(alpha, x_new, f_new, evaluations, accepted, strict)``;
+    when no trial decreased the cost, ``accepted`` is False and ``x_new = x``.
+    """
+    slack = roundoff_slack(f0)
+
+    def trial(alpha):
+        y = manifold.retract(x, tree_scale(alpha, d))
+        return y, cost(y, args)
+
+    y0, fy0 = trial(alpha0)
+
+    def cond(carry):
+        alpha, _, fy, k = carry
+        return (fy > f0 + c * alpha * df0 + slack) & (k <= max_iter)
+
+    def body(carry):
+        alpha, _, _, k = carry
+        alpha = contraction * alpha
+        y, fy = trial(alpha)
+        return alpha, y, fy, k + 1
+
+    alpha, y, fy, k = jax.lax.while_loop(cond, body, (alpha0, y0, fy0, jnp.int32(1)))
+    accepted = fy <= f0 + slack
+    strict = fy <= f0 + c * alpha * df0  # Armijo holds without the round-off slack
+    y = jax.tree.map(lambda a, b: jnp.where(accepted, a, b), y, x)
+    fy = jnp.where(accepted, fy, f0)
+    alpha = jnp.where(accepted, alpha, 0.0)
+    return alpha, y, fy, k, accepted, strict

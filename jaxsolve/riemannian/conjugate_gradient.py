@@ -1,0 +1,156 @@
+"""Riemannian nonlinear conjugate gradients (Absil, Mahony, Sepulchre 2008, 8.3; pymanopt)."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxsolve.core import Status, make_solver
+from jaxsolve.manifolds.base import tree_axpy, tree_scale, tree_sub
+from jaxsolve.riemannian._common import backtrack, hp_as, validate, value_and_rgrad
+
+__all__ = ["conjugate_gradient", "CGState", "CGInfo", "BETA_RULES"]
+
+BETA_RULES = ("hestenes_stiefel", "polak_ribiere", "fletcher_reeves")
+
+
+class CGState(NamedTuple):
+    x: Any
+    iter_num: jax.Array
+    error: jax.Array
+    status: jax.Array
+    f: jax.Array
+    grad: Any
+    direction: Any
+    next_alpha: jax.Array  # suggested first trial of the next line search (NaN: none)
+
+
+class CGInfo(NamedTuple):
+    f: jax.Array
+    step_size: jax.Array
+    beta: jax.Array
+    evaluations: jax.Array
+
+
+def _init(x0, args, *, hp, cost, manifold, beta_rule, max_linesearch):
+    f, _, g = value_and_rgrad(cost, manifold, x0, args)
+    return CGState(
+        x0,
+        jnp.int32(0),
+        manifold.norm(x0, g),
+        jnp.int32(Status.SUCCESS),
+        f,
+        g,
+        tree_scale(-1.0, g),
+        jnp.asarray(jnp.nan, f.dtype),
+    )
+
+
+def _step(state, args, *, hp, cost, manifold, beta_rule, max_linesearch):
+    hp = hp_as(hp, state.x)
+    x, f0, g, d = state.x, state.f, state.grad, state.direction
+    gg = manifold.inner(x, g, g)
+    df0 = manifold.inner(x, g, d)
+    restart = df0 >= 0  # not a descent direction: restart along -grad
+    d = jax.tree.map(lambda a, b: jnp.where(restart, -a, b), g, d)
+    df0 = jnp.where(restart, -gg, df0)
+    norm_d = manifold.norm(x, d)
+    alpha0 = jnp.where(jnp.isnan(state.next_alpha), hp["initial_step"] / norm_d, state.next_alpha)
+    alpha, x_new, f_new, evals, ok, strict = backtrack(
+        cost,
+        manifold,
+        x,
+        args,
+        d,
+        f0,
+        df0,
+        alpha0,
+        c=hp["sufficient_decrease"],
+        contraction=hp["contraction"],
+        max_iter=max_linesearch,
+    )
+    # pymanopt's adaptive line search: keep pace after one backtrack, else speed up.
+    next_alpha = jnp.where(evals == 2, alpha, 2.0 * alpha)
+    f_new, _, g_new = value_and_rgrad(cost, manifold, x_new, args)
+    gg_new = manifold.inner(x_new, g_new, g_new)
+    g_old = manifold.transport(x, x_new, g)
+    d_old = manifold.transport(x, x_new, d)
+    if beta_rule == "fletcher_reeves":
+        num, den = gg_new, gg
+    else:
+        diff = tree_sub(g_new, g_old)
+        num = manifold.inner(x_new, g_new, diff)
+        den = manifold.inner(x_new, diff, d_old) if beta_rule == "hestenes_stiefel" else gg
+    beta = jnp.where(den != 0, num / jnp.where(den != 0, den, 1.0), 0.0)
+    beta = jnp.maximum(beta, 0.0) if beta_rule != "fletcher_reeves" else beta
+    # A failed line search restarts from steepest descent once; failing along -grad
+    # too is a breakdown.
+    # A step accepted only within the round-off slack of f (the decrease is below the
+    # precision of f) carries no curvature information: restart along -grad there.
+    beta = jnp.where(ok & strict, beta, 0.0)
+    next_alpha = jnp.where(ok, next_alpha, jnp.nan)
+    d_new = tree_axpy(beta, d_old, tree_scale(-1.0, g_new))
+    steepest = restart | jnp.isnan(state.next_alpha)  # d was -grad (first step / after a failure)
+    status = jnp.where(~ok & steepest, Status.BREAKDOWN, state.status)
+    new = CGState(
+        x_new,
+        state.iter_num + 1,
+        manifold.norm(x_new, g_new),
+        status.astype(jnp.int32),
+        f_new,
+        g_new,
+        d_new,
+        next_alpha,
+    )
+    return new, CGInfo(f_new, alpha * norm_d, beta, evals)
+
+
+def conjugate_gradient(
+    cost,
+    manifold,
+    *,
+    beta_rule: str = "hestenes_stiefel",
+    initial_step=1.0,
+    contraction=0.5,
+    sufficient_decrease=0.5,
+    max_linesearch: int = 10,
+):
+    r"""Riemannian nonlinear conjugate gradient (pymanopt ``ConjugateGradient`` semantics).
+
+    ``d_{k+1} = -grad f(x_{k+1}) + beta_k T_{x_k -> x_{k+1}}(d_k)`` with the projection
+    vector transport ``T`` of the manifold and ``beta`` by Hestenes-Stiefel (default,
+    ``max(0, <g+, g+ - Tg> / <g+ - Tg, Td>)``), Polak-Ribiere+ or Fletcher-Reeves
+    (Absil, Mahony and Sepulchre 2008, section 8.3; Sato 2021). A non-descent direction
+    restarts along ``-grad``. The step is found by pymanopt's adaptive Armijo line
+    search (``sufficient_decrease=0.5``, ``contraction=0.5``, at most
+    ``max_linesearch`` trials; the next first trial is the accepted ``alpha`` after one
+    backtrack, else ``2 alpha``). ``error`` is the Riemannian gradient norm; a failed
+    line search along ``-grad`` sets ``Status.BREAKDOWN``.
+    """
+    validate(
+        cost,
+        manifold,
+        initial_step=initial_step,
+        contraction=contraction,
+        sufficient_decrease=sufficient_decrease,
+    )
+    if beta_rule not in BETA_RULES:
+        raise ValueError(f"beta_rule must be one of {BETA_RULES}, got {beta_rule!r}")
+    if not isinstance(max_linesearch, int) or max_linesearch < 1:
+        raise ValueError(f"max_linesearch must be a positive int, got {max_linesearch!r}")
+    hp = {
+        "initial_step": initial_step,
+        "contraction": contraction,
+        "sufficient_decrease": sufficient_decrease,
+    }
+    return make_solver(
+        _init,
+        _step,
+        hp=hp,
+        cost=cost,
+        manifold=manifold,
+        beta_rule=beta_rule,
+        max_linesearch=int(max_linesearch),
+    )

@@ -1,0 +1,261 @@
+"""Riemannian trust-region method with truncated CG (Absil, Baker, Gallivan 2007; Manopt)."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxsolve.core import Status, make_solver
+from jaxsolve.manifolds.base import tree_axpy, tree_scale
+from jaxsolve.riemannian._common import hessian_operator, hp_as, validate, value_and_rgrad
+
+__all__ = ["trust_region", "TRState", "TRInfo", "TCG_STOP_REASONS"]
+
+# Stop codes of the truncated CG subproblem solver (pymanopt's numbering).
+NEGATIVE_CURVATURE, EXCEEDED_TR, TARGET_LINEAR, TARGET_SUPERLINEAR, MAX_INNER, MODEL_INCREASED = (
+    range(6)
+)
+TCG_STOP_REASONS = (
+    "negative curvature",
+    "exceeded trust region",
+    "reached target residual (linear)",
+    "reached target residual (superlinear)",
+    "maximum inner iterations",
+    "model increased",
+)
+
+
+class TRState(NamedTuple):
+    x: Any
+    iter_num: jax.Array
+    error: jax.Array
+    status: jax.Array
+    f: jax.Array
+    egrad: Any
+    grad: Any
+    radius: jax.Array
+
+
+class TRInfo(NamedTuple):
+    f: jax.Array
+    rho: jax.Array
+    accepted: jax.Array
+    inner_iterations: jax.Array
+    inner_stop: jax.Array  # index into TCG_STOP_REASONS
+
+
+def _tcg(manifold, x, g, hess, radius, theta, kappa, *, min_inner, max_inner):
+    """Steihaug-Toint truncated CG on ``min <g, s> + 1/2 <s, H s>``, ``||s|| <= radius``.
+
+    A line-for-line port of pymanopt's ``_truncated_conjugate_gradient`` (no
+    preconditioner, zero start) as a bounded ``lax.while_loop``.
+    """
+    inner = lambda a, b: manifold.inner(x, a, b)
+    zero = manifold.zero_tangent(x)
+    r_r = inner(g, g)
+    norm_r0 = jnp.sqrt(r_r)
+    dt = r_r.dtype
+    # carry: j, eta, Heta, r, z_r, delta, e_Pe, e_Pd, d_Pd, model, stop
+    init = (
+        jnp.int32(0),
+        zero,
+        zero,
+        g,
+        r_r,
+        tree_scale(-1.0, g),
+        jnp.zeros((), dt),
+        jnp.zeros((), dt),
+        r_r,
+        jnp.zeros((), dt),
+        jnp.int32(-1),
+    )
+
+    def cond(c):
+        return (c[0] < max_inner) & (c[-1] < 0)
+
+    def body(c):
+        j, eta, heta, r, z_r, delta, e_pe, e_pd, d_pd, model, _ = c
+        hdelta = hess(delta)
+        d_hd = inner(delta, hdelta)
+        alpha = z_r / jnp.where(d_hd != 0, d_hd, 1.0)
+        e_pe_new = jnp.where(d_hd != 0, e_pe + 2 * alpha * e_pd + alpha**2 * d_pd, e_pe)
+        boundary = (d_hd <= 0) | (e_pe_new >= radius**2)
+        tau = (-e_pd + jnp.sqrt(jnp.maximum(e_pd * e_pd + d_pd * (radius**2 - e_pe), 0))) / d_pd
+        eta_b = tree_axpy(tau, delta, eta)
+        heta_b = tree_axpy(tau, hdelta, heta)
+        stop_b = jnp.where(d_hd <= 0, NEGATIVE_CURVATURE, EXCEEDED_TR)
+
+        new_eta = tree_axpy(alpha, delta, eta)
+        new_heta = tree_axpy(alpha, hdelta, heta)
+        new_model = inner(new_eta, g) + 0.5 * inner(new_eta, new_heta)
+        increased = new_model >= model
+        r_new = tree_axpy(alpha, hdelta, r)
+        rr_new = inner(r_new, r_new)
+        norm_r = jnp.sqrt(rr_new)
+        target = (j >= min_inner) & (norm_r <= norm_r0 * jnp.minimum(norm_r0**theta, kappa))
+        stop_t = jnp.where(kappa < norm_r0**theta, TARGET_LINEAR, TARGET_SUPERLINEAR)
+        beta = rr_new / z_r
+        delta_new = manifold.proj(x, tree_axpy(beta, delta, tree_scale(-1.0, r_new)))
+        e_pd_new = beta * (e_pd + alpha * d_pd)
+        d_pd_new = rr_new + beta * beta * d_pd
+
+        interior = ~boundary & ~increased
+        sel = lambda a, b: jax.tree.map(lambda u, v: jnp.where(interior, u, v), a, b)
+        eta_out = jax.tree.map(lambda u, v: jnp.where(boundary, u, v), eta_b, sel(new_eta, eta))
+        heta_out = jax.tree.map(
+            lambda u, v: jnp.where(boundary, u, v), heta_b, sel(new_heta, heta)
+        )
+        stop = jnp.where(
+            boundary, stop_b, jnp.where(increased, MODEL_INCREASED, jnp.where(target, stop_t, -1))
+        ).astype(jnp.int32)
+        return (
+            j + 1,
+            eta_out,
+            heta_out,
+            sel(r_new, r),
+            jnp.where(interior, rr_new, z_r),
+            sel(delta_new, delta),
+            jnp.where(interior, e_pe_new, e_pe),
+            jnp.where(interior, e_pd_new, e_pd),
+            jnp.where(interior, d_pd_new, d_pd),
+            jnp.where(interior, new_model, model),
+            stop,
+        )
+
+    out = jax.lax.while_loop(cond, body, init)
+    j, eta, heta, stop = out[0], out[1], out[2], out[-1]
+    stop = jnp.where(stop < 0, MAX_INNER, stop).astype(jnp.int32)
+    return eta, heta, j, stop
+
+
+def _init(x0, args, *, hp, cost, manifold, min_inner, max_inner):
+    f, eg, g = value_and_rgrad(cost, manifold, x0, args)
+    hp = hp_as(hp, x0)
+    return TRState(
+        x0,
+        jnp.int32(0),
+        manifold.norm(x0, g),
+        jnp.int32(Status.SUCCESS),
+        f,
+        eg,
+        g,
+        hp["initial_radius"],
+    )
+
+
+def _step(state, args, *, hp, cost, manifold, min_inner, max_inner):
+    hp = hp_as(hp, state.x)
+    x, f, g, radius = state.x, state.f, state.grad, state.radius
+    hess = hessian_operator(cost, manifold, x, args, state.egrad)
+    eta, heta, nit, stop = _tcg(
+        manifold,
+        x,
+        g,
+        hess,
+        radius,
+        hp["theta"],
+        hp["kappa"],
+        min_inner=min_inner,
+        max_inner=max_inner,
+    )
+    x_prop = manifold.retract(x, eta)
+    f_prop = cost(x_prop, args)
+    reg = jnp.maximum(1.0, jnp.abs(f)) * jnp.finfo(f.dtype).eps * hp["rho_regularization"]
+    rhonum = f - f_prop + reg
+    rhoden = -manifold.inner(x, g, eta) - 0.5 * manifold.inner(x, eta, heta) + reg
+    model_decreased = rhoden >= 0
+    rho = rhonum / rhoden
+    shrink = (rho < 0.25) | ~model_decreased | jnp.isnan(rho)
+    grow = (rho > 0.75) & ((stop == NEGATIVE_CURVATURE) | (stop == EXCEEDED_TR))
+    radius = jnp.where(
+        shrink, radius / 4, jnp.where(grow, jnp.minimum(2 * radius, hp["max_radius"]), radius)
+    )
+    accept = model_decreased & (rho > hp["rho_prime"])
+    f_new, eg_new, g_new = value_and_rgrad(cost, manifold, x_prop, args)
+    pick = lambda a, b: jax.tree.map(lambda u, v: jnp.where(accept, u, v), a, b)
+    x_new, eg_new, g_new = pick(x_prop, x), pick(eg_new, state.egrad), pick(g_new, g)
+    f_new = jnp.where(accept, f_new, f)
+    # a radius that underflowed can never produce a step again
+    status = jnp.where(radius <= jnp.finfo(f.dtype).tiny, Status.BREAKDOWN, state.status)
+    new = TRState(
+        x_new,
+        state.iter_num + 1,
+        manifold.norm(x_new, g_new),
+        status.astype(jnp.int32),
+        f_new,
+        eg_new,
+        g_new,
+        radius,
+    )
+    return new, TRInfo(f_new, rho, accept, nit, stop)
+
+
+def trust_region(
+    cost,
+    manifold,
+    *,
+    max_radius=None,
+    initial_radius=None,
+    kappa=0.1,
+    theta=1.0,
+    rho_prime=0.1,
+    rho_regularization=1e3,
+    min_inner: int = 1,
+    max_inner: int | None = None,
+):
+    r"""Riemannian trust-region method (RTR) with a truncated-CG subproblem solver.
+
+    Each step approximately solves ``min_s f + <g, s> + 1/2 <s, Hess f(x)[s]>`` over
+    ``||s||_x <= Delta`` with Steihaug-Toint truncated CG (stops on negative curvature,
+    at the boundary, when the model increases, or when ``||r|| <= ||r_0||
+    min(||r_0||^theta, kappa)``: superlinear local rate for ``theta = 1``), then accepts
+    ``R_x(s)`` if ``rho = (f - f(R_x(s))) / (model decrease) > rho_prime`` and updates
+    ``Delta`` (``/4`` if ``rho < 1/4``; ``x2`` up to ``max_radius`` if ``rho > 3/4`` and
+    the step hit the boundary). Absil, Baker and Gallivan (2007), "Trust-region methods
+    on Riemannian manifolds", FoCM; the defaults and the ``rho`` regularization follow
+    Manopt/pymanopt (``max_radius = typical_dist``, ``initial_radius = max_radius / 8``,
+    ``max_inner = dim``). Hessian-vector products are ``jvp`` of ``jax.grad(cost)``,
+    linearized once per outer step, mapped by ``ehess_to_rhess``.
+
+    With a first-order retraction the model is second order only at critical points,
+    so local superlinear convergence needs a second-order retraction (polar Stiefel,
+    sphere normalization ...) or holds asymptotically.
+    """
+    validate(
+        cost,
+        manifold,
+        max_radius=max_radius,
+        initial_radius=initial_radius,
+        kappa=kappa,
+        theta=theta,
+        rho_prime=rho_prime,
+        rho_regularization=rho_regularization,
+    )
+    if max_radius is None:
+        max_radius = manifold.typical_dist
+    if initial_radius is None:
+        initial_radius = max_radius / 8
+    if max_inner is None:
+        max_inner = manifold.dim
+    for name, v in (("min_inner", min_inner), ("max_inner", max_inner)):
+        if not isinstance(v, int) or v < 0:
+            raise ValueError(f"{name} must be a non-negative int, got {v!r}")
+    hp = {
+        "max_radius": max_radius,
+        "initial_radius": initial_radius,
+        "kappa": kappa,
+        "theta": theta,
+        "rho_prime": rho_prime,
+        "rho_regularization": rho_regularization,
+    }
+    return make_solver(
+        _init,
+        _step,
+        hp=hp,
+        cost=cost,
+        manifold=manifold,
+        min_inner=int(min_inner),
+        max_inner=max(1, int(max_inner)),
+    )

@@ -1,0 +1,83 @@
+"""Contract cases: every Riemannian solver on a tiny Rayleigh quotient (sphere, n=6)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxsolve.manifolds import Sphere
+from jaxsolve.riemannian import conjugate_gradient, cubic_newton, gradient_descent, trust_region
+from jaxsolve.testing import SolverCase
+
+N = 6
+SPHERE = Sphere(N)
+
+
+def _cost(x, a):
+    return x @ (a @ x)
+
+
+def _problem(key, dtype):
+    k1, k2 = jax.random.split(key)
+    q, _ = jnp.linalg.qr(jax.random.normal(k1, (N, N), jnp.float64))
+    lam = jnp.array([-1.0, -0.4, 0.0, 0.3, 0.7, 1.0])
+    a = ((q * lam) @ q.T).astype(dtype)
+    x0 = SPHERE.random_point(k2, dtype)
+    return x0, a
+
+
+def _reference(a):
+    _, v = np.linalg.eigh(np.asarray(a, np.float64))
+    return np.outer(v[:, 0], v[:, 0])
+
+
+def _compare(x):  # sign-invariant: the projector onto the eigenvector
+    return jnp.outer(x, x)
+
+
+def _bad(make):
+    def bad_manifold():
+        make(_cost, "sphere")
+
+    def bad_cost():
+        make(None, SPHERE)
+
+    return (bad_manifold, bad_cost)
+
+
+def _case(name, make, variants, tol=1e-9, accuracy=1e-7, **kw):
+    # GD/CG use tol 1e-7: below it the Armijo decrease is under the rounding error of f
+    # and batched/unbatched runs legitimately part ways in the last bits.
+    return SolverCase(
+        name=f"riemannian.{name}",
+        make_solver=lambda **h: make(_cost, SPHERE, **h),
+        make_problem=_problem,
+        reference=_reference,
+        compare=_compare,
+        tol=tol,
+        max_steps=500,
+        accuracy=accuracy,
+        hyper_variants=variants,
+        nan_args=lambda a: a.at[0, 0].set(jnp.nan),
+        bad_inputs=_bad(make),
+        **kw,
+    )
+
+
+CASES = [
+    _case(
+        "gradient_descent",
+        gradient_descent,
+        ({"sufficient_decrease": 1e-4}, {"sufficient_decrease": 1e-3}),
+        tol=1e-7,
+        accuracy=1e-6,
+    ),
+    _case(
+        "conjugate_gradient",
+        conjugate_gradient,
+        ({"sufficient_decrease": 0.5}, {"sufficient_decrease": 0.3}),
+        tol=1e-7,
+        accuracy=1e-6,
+    ),
+    _case("trust_region", trust_region, ({"kappa": 0.1}, {"kappa": 0.2})),
+    _case("cubic_newton", cubic_newton, ({"sigma0": 30.0}, {"sigma0": 10.0})),
+]
