@@ -18,6 +18,10 @@ from tests.regret.contract_cases import CASES as _RM  # regret.regret_matching  
 REGISTRY += _RM
 from tests.first_order.contract_cases import CASES as _FO  # first_order.projected_gradient  # noqa: E402, I001
 REGISTRY += _FO
+from tests.qp.contract_cases import CASES as _QP  # qp.flexqp  # noqa: E402, I001
+REGISTRY += _QP
+from tests.riemannian.contract_cases import CASES as _RIEM  # riemannian.gradient_descent, riemannian.conjugate_gradient, riemannian.trust_region, riemannian.cubic_newton  # noqa: E402, I001
+REGISTRY += _RIEM
 
 
 @pytest.mark.parametrize("check", sorted(CHECKS))
