@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxsolve.core import Status, make_solver
-from jaxsolve.manifolds.base import tree_axpy, tree_scale
+from jaxsolve.manifolds.base import tree_scale
 from jaxsolve.riemannian._common import hessian_operator, hp_as, validate, value_and_rgrad
 
 __all__ = ["cubic_newton", "ARCState", "ARCInfo", "solve_cubic_tridiagonal"]
@@ -85,7 +85,10 @@ def solve_cubic_tridiagonal(t, gnorm, sigma, iters: int = 60):
     # so that ||y|| = lambda / sigma still holds.
     gap = lam / sigma - norm_y(lam)
     hard = (mu[0] < 0) & (gap > 1e-8 * (1.0 + lam / sigma))
-    y = y + jnp.where(hard, jnp.sqrt(jnp.maximum(gap * (2 * norm_y(lam) + gap), 0.0)), 0.0) * v[:, 0]
+    y = (
+        y
+        + jnp.where(hard, jnp.sqrt(jnp.maximum(gap * (2 * norm_y(lam) + gap), 0.0)), 0.0) * v[:, 0]
+    )
     return y
 
 
@@ -114,7 +117,7 @@ def _lanczos_arc(manifold, x, g, gnorm, hess, sigma, theta, *, max_inner):
         r = hq
         for _ in range(2):
             cf = coeffs(r, basis)
-            r = jax.tree.map(lambda v, b: v - jnp.tensordot(cf, b, axes=1), r, basis)
+            r = jax.tree.map(lambda v, b, cf=cf: v - jnp.tensordot(cf, b, axes=1), r, basis)
         r = manifold.proj(x, r)
         beta = manifold.norm(x, r)
         tmat = tmat.at[j, j].set(alpha)
@@ -130,9 +133,7 @@ def _lanczos_arc(manifold, x, g, gnorm, hess, sigma, theta, *, max_inner):
         nxt = jnp.minimum(j + 1, k - 1)
         write = ~done
         qn = tree_scale(1.0 / jnp.where(breakdown, 1.0, beta), r)
-        basis = jax.tree.map(
-            lambda b, v: b.at[nxt].set(jnp.where(write, v, b[nxt])), basis, qn
-        )
+        basis = jax.tree.map(lambda b, v: b.at[nxt].set(jnp.where(write, v, b[nxt])), basis, qn)
         tmat = tmat.at[j, nxt].set(jnp.where(write, beta, tmat[j, nxt]))
         tmat = tmat.at[nxt, j].set(jnp.where(write, beta, tmat[nxt, j]))
         return j + 1, basis, tmat, y, mgn, done
@@ -260,6 +261,4 @@ def cubic_newton(
         "theta": theta,
         "rho_regularization": rho_regularization,
     }
-    return make_solver(
-        _init, _step, hp=hp, cost=cost, manifold=manifold, max_inner=int(max_inner)
-    )
+    return make_solver(_init, _step, hp=hp, cost=cost, manifold=manifold, max_inner=int(max_inner))

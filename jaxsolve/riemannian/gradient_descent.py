@@ -62,7 +62,9 @@ def _step(state, args, *, hp, cost, manifold, alternating, max_linesearch):
         d = tree_scale(-1.0, g)
         df0 = -(norm_d**2)
         alpha0 = _initial_alpha(f0, state.prev_f[0], df0, norm_d, hp)
-        alpha, x_new, f_new, evals, ok, _ = backtrack(cost, manifold, x, args, d, f0, df0, alpha0, **ls)
+        alpha, x_new, f_new, evals, ok, _ = backtrack(
+            cost, manifold, x, args, d, f0, df0, alpha0, **ls
+        )
         prev_f = state.prev_f.at[0].set(f0)
         step = alpha * norm_d
         failed = ~ok

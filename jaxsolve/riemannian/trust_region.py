@@ -104,9 +104,7 @@ def _tcg(manifold, x, g, hess, radius, theta, kappa, *, min_inner, max_inner):
         interior = ~boundary & ~increased
         sel = lambda a, b: jax.tree.map(lambda u, v: jnp.where(interior, u, v), a, b)
         eta_out = jax.tree.map(lambda u, v: jnp.where(boundary, u, v), eta_b, sel(new_eta, eta))
-        heta_out = jax.tree.map(
-            lambda u, v: jnp.where(boundary, u, v), heta_b, sel(new_heta, heta)
-        )
+        heta_out = jax.tree.map(lambda u, v: jnp.where(boundary, u, v), heta_b, sel(new_heta, heta))
         stop = jnp.where(
             boundary, stop_b, jnp.where(increased, MODEL_INCREASED, jnp.where(target, stop_t, -1))
         ).astype(jnp.int32)
