@@ -32,7 +32,7 @@ import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
-from jaxsolve.core import Status, make_solver
+from jaxsolve.core import Solver, Status, make_solver
 from jaxsolve.frank_wolfe import steps as _steps
 
 __all__ = ["frank_wolfe", "FWState", "FWInfo"]
@@ -260,7 +260,7 @@ def frank_wolfe(
     ell: float = 2.0,
     eta: float = 0.9,
     tau: float = 2.0,
-):
+) -> Solver:
     r"""Frank-Wolfe with a certified optimality gap.
 
     Minimizes a convex, smooth ``fun(x, args)`` over the set of ``lmo`` (an
@@ -283,7 +283,9 @@ def frank_wolfe(
             Lacoste-Julien & Jaggi 2015).
         lipschitz: smoothness constant :math:`L` of ``fun`` (a hyperparameter leaf).
         capacity: active-set slots for ``"away"``/``"pairwise"`` (static).
-        ell, eta, tau: open-loop constant and backtracking factors (hyperparameter leaves).
+        ell: open-loop constant, step :math:`\ell/(t+\ell)` (hyperparameter leaf).
+        eta: backtracking: the previous :math:`L` is multiplied by ``eta <= 1`` first.
+        tau: backtracking: factor ``> 1`` that increases :math:`L` after a rejection.
 
     Returns:
         A :class:`~jaxsolve.Solver`; run it with :func:`jaxsolve.solve`.

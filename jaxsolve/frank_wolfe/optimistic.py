@@ -34,7 +34,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxsolve.core import Status, make_solver
+from jaxsolve.core import Solver, Status, make_solver
 
 __all__ = ["optimistic_frank_wolfe", "OptimisticState"]
 
@@ -115,7 +115,7 @@ def _step(state, args, *, hp, fun, lmo):
     return new, OptimisticInfo(gamma=gamma, lower_candidate=cand)
 
 
-def optimistic_frank_wolfe(fun: Callable, lmo: Callable):
+def optimistic_frank_wolfe(fun: Callable, lmo: Callable) -> Solver:
     r"""Optimistic Frank-Wolfe (Martínez-Rubio & Pokutta, "Beyond Short Steps in
     Frank-Wolfe Algorithms", ICLR 2026) with its computable primal-dual gap.
 

@@ -35,7 +35,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxsolve.core import Status, make_solver
+from jaxsolve.core import Solver, Status, make_solver
 
 __all__ = ["regret_matching", "RMState", "kkt_gap"]
 
@@ -126,7 +126,7 @@ def _step(state, args, *, hp, fun, variant, alternating):
     return new, RMInfo(value=val)
 
 
-def regret_matching(fun: Callable, *, variant: str = "rm+", alternating: bool = True):
+def regret_matching(fun: Callable, *, variant: str = "rm+", alternating: bool = True) -> Solver:
     r"""Regret matching as an optimizer over a product of simplices.
 
     Args:
