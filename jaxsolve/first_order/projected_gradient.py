@@ -172,22 +172,45 @@ def _backtrack(fun, projection, y, f_y, g_y, L0, fargs, pargs, increase, *, spli
         local = jnp.where(reliable, 2 * delta / ddp, _vdot(_sub(gp, g_y), d) / ddp)
         # d = 0: y is already a fixed point of the step, nothing to check
         local = jnp.where(dd > 0, local, jnp.zeros_like(local))
-        return fp, gp, local
+        return xp, fp, gp, local
 
     def cond(c):
-        L, _, _, local, k = c
+        L, _, _, _, local, k = c
         return (local > L) & (k < max_trials)
 
     def body(c):
-        L, _, _, local, k = c
+        L, _, _, _, local, k = c
         L = jnp.maximum(local, increase * L)
-        fp, gp, local = trial(L)
-        return L, fp, gp, local, k + 1
+        xp, fp, gp, local = trial(L)
+        return L, xp, fp, gp, local, k + 1
 
-    fp, gp, local = trial(L0)
-    L, fp, gp, local, k = jax.lax.while_loop(cond, body, (L0, fp, gp, local, jnp.int32(1)))
+    xp, fp, gp, local = trial(L0)
+    init = (L0, xp, fp, gp, local, jnp.int32(1))
+    L, xp, fp, gp, local, k = jax.lax.while_loop(cond, body, init)
     failed = local > L  # NaN is not a failure of the search: the driver reports NONFINITE
-    return L, fp, gp, k, failed
+    return L, xp, fp, gp, k, failed
+
+
+def _projection_with_value(projection, split_args, value, z, pargs):
+    """``P(z)`` whose value is already known (``value``, from the line search).
+
+    The primal is ``value`` (no second projection in a plain solve); derivatives are
+    those of ``P`` at ``z``, so unrolled differentiation still sees the projection.
+    """
+
+    @jax.custom_jvp
+    def known(value, z, pargs):
+        return value
+
+    @known.defjvp
+    def known_jvp(primals, tangents):
+        value, z, pargs = primals
+        _, dz, dp = tangents
+        proj = lambda z, p: _project(projection, z, p, split_args)
+        _, dout = jax.jvp(proj, (z, pargs), (dz, dp))
+        return value, dout
+
+    return known(value, z, pargs)
 
 
 def _init(
@@ -224,7 +247,7 @@ def _step(
     y, g_y = state.y, state.g_y
     status = state.status
     if backtracking:
-        L, f_new, g_new, trials, failed = _backtrack(
+        L, x_trial, f_new, g_new, trials, failed = _backtrack(
             fun,
             projection,
             y,
@@ -243,7 +266,11 @@ def _step(
         L = (1 / hp["stepsize"]).astype(dtype)
         trials = jnp.int32(1)
     # The differentiable update (the line search only chose L).
-    x_new = _project(projection, _axpy(-1 / L, g_y, y), pargs, split_args)
+    z = _axpy(-1 / L, g_y, y)
+    if backtracking:
+        x_new = _projection_with_value(projection, split_args, x_trial, z, pargs)
+    else:
+        x_new = _project(projection, z, pargs, split_args)
     if not backtracking:
         if accelerated:
             f_new, g_new = _value_and_grad(fun, sg(x_new), fargs, dtype)
