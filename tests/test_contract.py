@@ -22,6 +22,8 @@ from tests.qp.contract_cases import CASES as _QP  # qp.flexqp  # noqa: E402, I00
 REGISTRY += _QP
 from tests.riemannian.contract_cases import CASES as _RIEM  # riemannian.gradient_descent, riemannian.conjugate_gradient, riemannian.trust_region, riemannian.cubic_newton  # noqa: E402, I001
 REGISTRY += _RIEM
+from tests.second_order.contract_cases import CASES as _SO  # second_order.gradient_regularized_newton, second_order.gauss_newton  # noqa: E402, I001
+REGISTRY += _SO
 
 
 @pytest.mark.parametrize("check", sorted(CHECKS))
