@@ -46,7 +46,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsolve.core import custom_fixed_point, make_solver, solve
+from jaxsolve.core import Solution, custom_fixed_point, make_solver, solve
 from jaxsolve.core.protocol import Solver
 from jaxsolve.core.status import Status
 from jaxsolve.core.validation import check_floating, check_nonempty, is_concrete
@@ -358,11 +358,11 @@ def projected_gradient(
     fun: Callable,
     projection: Callable,
     *,
-    stepsize=None,
+    stepsize: float | jax.Array | None = None,
     accelerated: bool = True,
     restart: str | None = "gradient",
-    shrink=0.9,
-    increase=2.0,
+    shrink: float | jax.Array = 0.9,
+    increase: float | jax.Array = 2.0,
     max_trials: int = 30,
     split_args: bool = False,
 ) -> Solver:
@@ -428,15 +428,15 @@ def _fixed_point_map(fun, projection, split_args):
 def minimize_projected(
     fun: Callable,
     projection: Callable,
-    x0,
-    args=None,
+    x0: Any,
+    args: Any = None,
     *,
-    tol=None,
+    tol: float | jax.Array | None = None,
     max_steps: int = 1000,
     throw: bool = False,
     implicit_solve: str | Callable = "gmres",
-    **options,
-):
+    **options: Any,
+) -> Solution:
     r"""Minimize ``fun`` over a set with :func:`projected_gradient`; differentiable implicitly.
 
     Runs :func:`jaxsolve.solve` with ``projected_gradient(fun, projection, **options)``,
@@ -451,10 +451,13 @@ def minimize_projected(
     piecewise linear, a point where the active set is locally constant.
 
     Args:
-        fun, projection: as in :func:`projected_gradient`.
+        fun: objective ``fun(x, fun_args) -> scalar``, as in :func:`projected_gradient`.
+        projection: as in :func:`projected_gradient`.
         x0: starting point (a pytree of floating arrays).
         args: problem data (``(fun_args, projection_args)`` with ``split_args=True``).
-        tol, max_steps, throw: passed to :func:`jaxsolve.solve`.
+        tol: tolerance on the gradient-mapping norm (passed to :func:`jaxsolve.solve`).
+        max_steps: step budget (passed to :func:`jaxsolve.solve`).
+        throw: raise on a failure status (passed to :func:`jaxsolve.solve`).
         implicit_solve: linear solver of the implicit system (``"gmres"``, ``"dense"``,
             ``"bicgstab"`` or a callable, see :func:`jaxsolve.core.linear_solve`).
         **options: keyword arguments of :func:`projected_gradient`.

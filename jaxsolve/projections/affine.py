@@ -2,6 +2,7 @@ r"""Projections onto affine sets and half-spaces."""
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
@@ -52,7 +53,9 @@ def affine(
     return x - jnp.linalg.pinv(A) @ (A @ x - b)
 
 
-def halfspace(x: Float[Array, ...], a: Float[Array, ...], b) -> Float[Array, ...]:
+def halfspace(
+    x: Float[Array, " ..."], a: Float[Array, " ..."], b: float | jax.Array
+) -> Float[Array, " ..."]:
     r"""Euclidean projection onto the half-space :math:`\{y : a^\top y \le b\}`.
 
     .. math:: P(x) = x - \frac{\max(a^\top x - b, 0)}{\|a\|^2}\, a.

@@ -2,6 +2,7 @@ r"""Projections onto the :math:`\ell_1` and :math:`\ell_2` balls."""
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
@@ -11,7 +12,7 @@ from jaxsolve.projections.simplex import _simplex_flat
 __all__ = ["l1_ball", "l2_ball"]
 
 
-def l1_ball(x: Float[Array, ...], r=1.0) -> Float[Array, ...]:
+def l1_ball(x: Float[Array, " ..."], r: float | jax.Array = 1.0) -> Float[Array, " ..."]:
     r"""Euclidean projection onto the :math:`\ell_1` ball :math:`\{y : \|y\|_1 \le r\}`.
 
     .. math:: P(x) = x \text{ if } \|x\|_1 \le r, \text{ else } \operatorname{sign}(x) \odot P_{\Delta_r}(|x|)
@@ -34,7 +35,7 @@ def l1_ball(x: Float[Array, ...], r=1.0) -> Float[Array, ...]:
     return out.reshape(x.shape)
 
 
-def l2_ball(x: Float[Array, ...], r=1.0) -> Float[Array, ...]:
+def l2_ball(x: Float[Array, " ..."], r: float | jax.Array = 1.0) -> Float[Array, " ..."]:
     r"""Euclidean projection onto the :math:`\ell_2` ball :math:`\{y : \|y\|_2 \le r\}`.
 
     .. math:: P(x) = x \cdot \min(1,\ r / \|x\|_2).

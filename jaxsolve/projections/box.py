@@ -2,6 +2,7 @@ r"""Projection onto a box :math:`\{lo \le y \le hi\}`."""
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
@@ -11,7 +12,9 @@ from jaxsolve.projections._common import as_param, as_point, concrete
 __all__ = ["box"]
 
 
-def box(x: Float[Array, ...], lo=-jnp.inf, hi=jnp.inf) -> Float[Array, ...]:
+def box(
+    x: Float[Array, " ..."], lo: float | jax.Array = -jnp.inf, hi: float | jax.Array = jnp.inf
+) -> Float[Array, " ..."]:
     r"""Euclidean projection onto the box :math:`\{y : lo \le y \le hi\}` (coordinatewise).
 
     .. math:: P(x)_i = \min(\max(x_i, lo_i), hi_i).
@@ -21,8 +24,9 @@ def box(x: Float[Array, ...], lo=-jnp.inf, hi=jnp.inf) -> Float[Array, ...]:
 
     Args:
         x: point to project (any shape).
-        lo, hi: bounds, scalars or arrays of the shape of ``x``; ``+-inf`` allowed;
-            ``lo <= hi`` is required (``ValueError`` otherwise: the box is empty).
+        lo: lower bounds, a scalar or an array of the shape of ``x`` (``-inf`` allowed).
+        hi: upper bounds, likewise; ``lo <= hi`` is required (``ValueError`` otherwise:
+            the box is empty).
 
     Returns:
         The projection, with the shape and dtype of ``x``.

@@ -8,6 +8,7 @@ precision, then an exact closed-form step on the identified active set.
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
@@ -18,7 +19,12 @@ from jaxsolve.projections._threshold import threshold
 __all__ = ["knapsack", "partition_matroid"]
 
 
-def knapsack(x: Float[Array, ...], w: Float[Array, ...], budget, upper=1.0) -> Float[Array, ...]:
+def knapsack(
+    x: Float[Array, " ..."],
+    w: Float[Array, " ..."],
+    budget: float | jax.Array,
+    upper: float | jax.Array = 1.0,
+) -> Float[Array, " ..."]:
     r"""Euclidean projection onto :math:`\{0 \le y \le u,\ w^\top y \le B\}` (``w >= 0``).
 
     KKT: :math:`y_i = \operatorname{clip}(x_i - \tau w_i, 0, u_i)` with :math:`\tau \ge 0`,

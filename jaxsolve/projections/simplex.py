@@ -42,7 +42,7 @@ def _simplex_flat(v: jax.Array, s: jax.Array) -> jax.Array:
     return clamp_keep_grad(out, 0, jnp.inf)
 
 
-def simplex(x: Float[Array, ...], s=1.0) -> Float[Array, ...]:
+def simplex(x: Float[Array, " ..."], s: float | jax.Array = 1.0) -> Float[Array, " ..."]:
     r"""Euclidean projection onto the simplex :math:`\Delta_s = \{y \ge 0,\ \sum_i y_i = s\}`.
 
     .. math:: P(x) = \max(x - \tau, 0), \qquad \tau \text{ such that } \textstyle\sum_i \max(x_i - \tau, 0) = s.
@@ -67,7 +67,7 @@ def simplex(x: Float[Array, ...], s=1.0) -> Float[Array, ...]:
     return _simplex_flat(x.ravel(), s).reshape(x.shape)
 
 
-def capped_simplex(x: Float[Array, ...], k) -> Float[Array, ...]:
+def capped_simplex(x: Float[Array, " ..."], k: float | jax.Array) -> Float[Array, " ..."]:
     r"""Euclidean projection onto the capped simplex :math:`\{0 \le y \le 1,\ \sum_i y_i = k\}`.
 
     .. math:: P(x)_i = \operatorname{clip}(x_i - \tau, 0, 1), \qquad \textstyle\sum_i \operatorname{clip}(x_i - \tau, 0, 1) = k.
