@@ -91,3 +91,23 @@ def backtrack(cost, manifold, x, args, d, f0, df0, alpha0, *, c, contraction, ma
     fy = jnp.where(accepted, fy, f0)
     alpha = jnp.where(accepted, alpha, 0.0)
     return alpha, y, fy, k, accepted, strict
+
+
+def secant_step(cost, manifold, x, args, d, df0, alpha):
+    """Step along ``d`` from the directional derivatives, for when ``f`` is too noisy.
+
+    When the Armijo decrease is below the rounding error of ``f`` the cost values no
+    longer rank trial points, but gradients are still accurate: the secant root of
+    ``phi'(t) = <grad f(R_x(t d)), T d>`` from ``phi'(0) = df0`` and ``phi'(alpha)``
+    gives the step (an exact line search on a quadratic). Falls back to ``alpha`` when
+    the curvature estimate is not positive.
+    """
+    y = manifold.retract(x, tree_scale(alpha, d))
+    _, _, gy = value_and_rgrad(cost, manifold, y, args)
+    dfa = manifold.inner(y, gy, manifold.transport(x, y, d))
+    curv = dfa - df0
+    a2 = alpha * df0 / jnp.where(curv > 0, -curv, -1.0)
+    a2 = jnp.where((curv > 0) & jnp.isfinite(a2) & (a2 > 0), -a2, alpha)
+    a2 = jnp.abs(a2)
+    y2 = manifold.retract(x, tree_scale(a2, d))
+    return a2, y2, cost(y2, args)

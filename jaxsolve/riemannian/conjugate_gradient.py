@@ -9,7 +9,7 @@ import jax.numpy as jnp
 
 from jaxsolve.core import Status, make_solver
 from jaxsolve.manifolds.base import tree_axpy, tree_scale, tree_sub
-from jaxsolve.riemannian._common import backtrack, hp_as, validate, value_and_rgrad
+from jaxsolve.riemannian._common import backtrack, hp_as, secant_step, validate, value_and_rgrad
 
 __all__ = ["conjugate_gradient", "CGState", "CGInfo", "BETA_RULES"]
 
@@ -73,6 +73,14 @@ def _step(state, args, *, hp, cost, manifold, beta_rule, max_linesearch):
     )
     # pymanopt's adaptive line search: keep pace after one backtrack, else speed up.
     next_alpha = jnp.where(evals == 2, alpha, 2.0 * alpha)
+    # Below the rounding error of f (accepted only within the slack), the step comes
+    # from directional derivatives instead (see secant_step).
+    noisy = ok & ~strict
+    alpha, x_new, f_new = jax.lax.cond(
+        noisy,
+        lambda: secant_step(cost, manifold, x, args, d, df0, alpha),
+        lambda: (alpha, x_new, f_new),
+    )
     f_new, _, g_new = value_and_rgrad(cost, manifold, x_new, args)
     gg_new = manifold.inner(x_new, g_new, g_new)
     g_old = manifold.transport(x, x_new, g)
@@ -87,9 +95,7 @@ def _step(state, args, *, hp, cost, manifold, beta_rule, max_linesearch):
     beta = jnp.maximum(beta, 0.0) if beta_rule != "fletcher_reeves" else beta
     # A failed line search restarts from steepest descent once; failing along -grad
     # too is a breakdown.
-    # A step accepted only within the round-off slack of f (the decrease is below the
-    # precision of f) carries no curvature information: restart along -grad there.
-    beta = jnp.where(ok & strict, beta, 0.0)
+    beta = jnp.where(ok, beta, 0.0)
     next_alpha = jnp.where(ok, next_alpha, jnp.nan)
     d_new = tree_axpy(beta, d_old, tree_scale(-1.0, g_new))
     steepest = restart | jnp.isnan(state.next_alpha)  # d was -grad (first step / after a failure)
@@ -126,7 +132,8 @@ def conjugate_gradient(
     restarts along ``-grad``. The step is found by pymanopt's adaptive Armijo line
     search (``sufficient_decrease=0.5``, ``contraction=0.5``, at most
     ``max_linesearch`` trials; the next first trial is the accepted ``alpha`` after one
-    backtrack, else ``2 alpha``). ``error`` is the Riemannian gradient norm; a failed
+    backtrack, else ``2 alpha``). Below the rounding error of ``f`` the step comes from the secant root of
+    the directional derivative instead (pymanopt stalls there). ``error`` is the Riemannian gradient norm; a failed
     line search along ``-grad`` sets ``Status.BREAKDOWN``.
     """
     validate(

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 from jaxsolve.core import Status, make_solver
 from jaxsolve.manifolds import Product
 from jaxsolve.manifolds.base import tree_scale
-from jaxsolve.riemannian._common import backtrack, hp_as, validate, value_and_rgrad
+from jaxsolve.riemannian._common import backtrack, hp_as, secant_step, validate, value_and_rgrad
 
 __all__ = ["gradient_descent", "GDState", "GDInfo"]
 
@@ -62,8 +62,13 @@ def _step(state, args, *, hp, cost, manifold, alternating, max_linesearch):
         d = tree_scale(-1.0, g)
         df0 = -(norm_d**2)
         alpha0 = _initial_alpha(f0, state.prev_f[0], df0, norm_d, hp)
-        alpha, x_new, f_new, evals, ok, _ = backtrack(
+        alpha, x_new, f_new, evals, ok, strict = backtrack(
             cost, manifold, x, args, d, f0, df0, alpha0, **ls
+        )
+        alpha, x_new, f_new = jax.lax.cond(
+            ok & ~strict,  # decrease below the rounding error of f: use derivatives
+            lambda: secant_step(cost, manifold, x, args, d, df0, alpha),
+            lambda: (alpha, x_new, f_new),
         )
         prev_f = state.prev_f.at[0].set(f0)
         step = alpha * norm_d
@@ -83,8 +88,16 @@ def _step(state, args, *, hp, cost, manifold, alternating, max_linesearch):
             norm_d = mi.norm(x[i], gi)
             df0 = -(norm_d**2)
             alpha0 = _initial_alpha(fi, prev_f[i], df0, norm_d, hp)
-            alpha, xi, f_cur, k, ok, _ = backtrack(
-                block_cost, mi, x[i], args, tree_scale(-1.0, gi), fi, df0, alpha0, **ls
+            di = tree_scale(-1.0, gi)
+            alpha, xi, f_cur, k, ok, strict = backtrack(
+                block_cost, mi, x[i], args, di, fi, df0, alpha0, **ls
+            )
+            alpha, xi, f_cur = jax.lax.cond(
+                ok & ~strict,
+                lambda bc=block_cost, mi=mi, xi0=x[i], di=di, df0=df0, alpha=alpha: secant_step(
+                    bc, mi, xi0, args, di, df0, alpha
+                ),
+                lambda alpha=alpha, xi=xi, f_cur=f_cur: (alpha, xi, f_cur),
             )
             # a block already stationary may legitimately not move
             failed = failed | (~ok & (norm_d > 0))
@@ -122,8 +135,11 @@ def gradient_descent(
     ``f(R(-alpha g)) <= f - sufficient_decrease * alpha * ||g||^2`` (Absil, Mahony and
     Sepulchre 2008, Algorithm 1). The first trial follows Manopt/pymanopt's
     ``linesearch``: ``alpha0 = optimism * 2 (f_k - f_{k-1}) / (-||g||^2)``, and
-    ``initial_step / ||g||`` at the first step. A few ulps of ``|f|`` of slack in the
-    test keep the method from stalling on rounding noise near the minimizer.
+    ``initial_step / ||g||`` at the first step. Near the minimizer, where the decrease
+    falls below the rounding error of ``f`` (pymanopt stops there, at about
+    ``sqrt(eps |f| L)`` in gradient norm), a step accepted only within a few ulps of slack
+    is replaced by the secant root of the directional derivative, so the method keeps
+    converging to small gradient norms.
 
     ``alternating=True`` (for a :class:`~jaxsolve.manifolds.Product`): one Armijo step
     per factor in turn, each with the others fixed at their newest values (block

@@ -32,3 +32,11 @@ def planted(n, seed=0, gap=0.5):
 def brockett_value(a, p):
     lam = np.linalg.eigvalsh(a)[:p]
     return float(np.sum(np.arange(p, 0, -1) * lam))
+
+
+def planted_brockett(n, p, seed=0):
+    """Spectrum with p well separated smallest eigenvalues -1, -1 + 0.2, ... and the rest in [0, 1]."""
+    rng = np.random.default_rng(seed)
+    q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    lam = np.concatenate([-1.0 + 0.2 * np.arange(p), np.linspace(0.0, 1.0, n - p)])
+    return (q * lam) @ q.T

@@ -1,0 +1,159 @@
+"""Riemannian solvers against numpy.linalg.eigh: Rayleigh quotient on the sphere and the
+Brockett cost on Stiefel; ARC's iteration bound and second-order stationarity; vmap
+equals a loop of runs; one compilation per shape; alternating block updates."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxsolve
+from jaxsolve.core import driver
+from jaxsolve.manifolds import Product, Sphere, Stiefel, hessian_spectrum
+from jaxsolve.riemannian import conjugate_gradient, cubic_newton, gradient_descent, trust_region
+from tests.riemannian._problems import (
+    brockett,
+    brockett_value,
+    goe,
+    planted,
+    planted_brockett,
+    rayleigh,
+)
+
+SOLVERS = {
+    "gradient_descent": gradient_descent,
+    "conjugate_gradient": conjugate_gradient,
+    "trust_region": trust_region,
+    "cubic_newton": cubic_newton,
+}
+
+
+def _solve(name, cost, manifold, x0, args, max_steps=3000):
+    return jaxsolve.solve(SOLVERS[name](cost, manifold), x0, args, tol=1e-8, max_steps=max_steps)
+
+
+def _check_rayleigh(sol, a):
+    lam = np.linalg.eigvalsh(np.asarray(a))[0]
+    assert int(sol.status) == 0, (int(sol.status), float(sol.error))
+    assert float(sol.error) <= 1e-8
+    assert abs(float(sol.state.f) - lam) <= 1e-10 * abs(lam)
+
+
+@pytest.mark.parametrize("name", ["trust_region", "cubic_newton"])
+def test_rayleigh_second_order_goe(name):
+    n = 100
+    a = jnp.asarray(goe(n, 0))
+    x0 = Sphere(n).random_point(jax.random.key(0))
+    sol = _solve(name, rayleigh, Sphere(n), x0, a, max_steps=200)
+    _check_rayleigh(sol, a)
+    if name == "cubic_newton":
+        assert int(sol.num_steps) <= 30
+        # ends where the Riemannian Hessian is positive semidefinite
+        spec = hessian_spectrum(rayleigh, Sphere(n), sol.x, a)
+        assert spec.min() >= -1e-8, spec.min()
+
+
+@pytest.mark.parametrize("name", ["gradient_descent", "conjugate_gradient"])
+def test_rayleigh_first_order(name):
+    n = 100
+    a = jnp.asarray(planted(n, 0))
+    x0 = Sphere(n).random_point(jax.random.key(1))
+    _check_rayleigh(_solve(name, rayleigh, Sphere(n), x0, a), a)
+
+
+@pytest.mark.parametrize("name", list(SOLVERS))
+def test_brockett_stiefel(name):
+    n, p = 40, 5
+    a = jnp.asarray(planted_brockett(n, p, 0))
+    args = (a, jnp.arange(p, 0, -1.0))
+    x0 = Stiefel(n, p).random_point(jax.random.key(2))
+    sol = _solve(name, brockett, Stiefel(n, p), x0, args)
+    ref = brockett_value(np.asarray(a), p)
+    assert int(sol.status) == 0 and float(sol.error) <= 1e-8
+    assert abs(float(sol.state.f) - ref) <= 1e-10 * abs(ref)
+    # the minimizer is the ordered eigenvector basis (up to column signs)
+    _, v = np.linalg.eigh(np.asarray(a))
+    np.testing.assert_allclose(np.abs(np.asarray(sol.x).T @ v[:, :p]), np.eye(p), atol=1e-7)
+    if name == "cubic_newton":
+        assert int(sol.num_steps) <= 30
+
+
+def test_vmap_sixteen_starts_equals_runs_and_compiles_once():
+    n = 30
+    a = jnp.asarray(goe(n, 3))
+    m = Sphere(n)
+    x0s = jax.vmap(m.random_point)(jax.random.split(jax.random.key(4), 16))
+    solver = trust_region(rayleigh, m)
+    run = lambda x0: jaxsolve.solve(solver, x0, a, tol=1e-10, max_steps=100)
+    batched = jax.jit(jax.vmap(run))(x0s)
+    size = driver._solve_while._cache_size()
+    steps = set()
+    for i in range(16):
+        single = run(x0s[i])
+        assert int(single.num_steps) == int(batched.num_steps[i])
+        np.testing.assert_allclose(np.asarray(batched.x[i]), np.asarray(single.x), atol=1e-12)
+        steps.add(int(single.num_steps))
+    assert len(steps) > 1
+    # the 15 further single solves reused one compilation; new data and new
+    # hyperparameters of the same shapes do not compile again
+    assert driver._solve_while._cache_size() == size + 1
+    jaxsolve.solve(trust_region(rayleigh, m, kappa=0.2), x0s[0], a + 1.0, tol=1e-10, max_steps=100)
+    assert driver._solve_while._cache_size() == size + 1
+
+
+def test_alternating_blocks_on_product():
+    """Block Gauss-Seidel on Sphere x Sphere for x^T A x + y^T B y + (x^T C y)^2 / 10."""
+    n = 20
+    a, b = jnp.asarray(planted(n, 5)), jnp.asarray(planted(n, 6))
+    c = jnp.asarray(np.random.default_rng(7).standard_normal((n, n))) / n
+
+    def cost(z, args):
+        x, y = z
+        a, b, c = args
+        return x @ a @ x + y @ b @ y + (x @ c @ y) ** 2 / 10
+
+    m = Product(Sphere(n), Sphere(n))
+    z0 = m.random_point(jax.random.key(8))
+    alt = jaxsolve.solve(
+        gradient_descent(cost, m, alternating=True), z0, (a, b, c), tol=1e-8, max_steps=3000
+    )
+    ref = jaxsolve.solve(trust_region(cost, m), z0, (a, b, c), tol=1e-10, max_steps=200)
+    assert int(alt.status) == 0 and int(ref.status) == 0
+    assert abs(float(alt.state.f) - float(ref.state.f)) <= 1e-10 * abs(float(ref.state.f))
+    with pytest.raises(ValueError, match="Product"):
+        gradient_descent(cost, Sphere(3), alternating=True)
+
+
+def test_bad_hyperparameters_raise():
+    with pytest.raises(ValueError, match="kappa"):
+        trust_region(rayleigh, Sphere(3), kappa=-1.0)
+    with pytest.raises(ValueError, match="beta_rule"):
+        conjugate_gradient(rayleigh, Sphere(3), beta_rule="dai_yuan")
+    with pytest.raises(TypeError, match="manifold"):
+        cubic_newton(rayleigh, np.eye(3))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(SOLVERS))
+def test_issue_sizes(name):
+    """The issue's sizes: Rayleigh on the sphere n=1000, Brockett on Stiefel 200x5 (slow: large
+    compiled Krylov bases and thousands of HVPs on this 2-core machine)."""
+    n = 1000
+    a = jnp.asarray(
+        planted(n, 0) if name in ("gradient_descent", "conjugate_gradient") else goe(n, 0)
+    )
+    sol = _solve(name, rayleigh, Sphere(n), Sphere(n).random_point(jax.random.key(0)), a)
+    _check_rayleigh(sol, a)
+    if name == "cubic_newton":
+        assert int(sol.num_steps) <= 30
+    b = jnp.asarray(planted_brockett(200, 5, 1))
+    args = (b, jnp.arange(5, 0, -1.0))
+    sol = _solve(
+        name, brockett, Stiefel(200, 5), Stiefel(200, 5).random_point(jax.random.key(1)), args
+    )
+    ref = brockett_value(np.asarray(b), 5)
+    assert int(sol.status) == 0 and abs(float(sol.state.f) - ref) <= 1e-10 * abs(ref)
+    if name == "cubic_newton":
+        assert int(sol.num_steps) <= 30
+        spec = hessian_spectrum(brockett, Stiefel(200, 5), sol.x, args)
+        assert spec.min() >= -1e-8
