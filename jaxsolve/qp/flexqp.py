@@ -154,6 +154,33 @@ def _prox(v, lo, up, t):
     return jnp.where(v > up, jnp.maximum(up, v - t), jnp.where(v < lo, jnp.minimum(lo, v + t), v))
 
 
+def _relaxed_update(zh, y, rv, mv, lo, up):
+    """``z = prox_{(mu/rho) dist}(v)``, ``y = rho (v - z)`` with ``v = zh + y/rho``.
+
+    Written without forming ``v - mu/rho``: with large elastic weights ``v`` and
+    ``mu/rho`` are huge and nearly cancel on violated rows; here a violated row gets
+    ``z = zh + (y - mu)/rho`` and ``y = mu`` exactly.
+    """
+    v = zh + y / rv
+    above, below = v > up, v < lo
+    z_up = zh + (y - mv) / rv
+    z_lo = zh + (y + mv) / rv
+    sat_up, sat_lo = above & (z_up >= up), below & (z_lo <= lo)
+    z = jnp.where(
+        sat_up, z_up, jnp.where(above, up, jnp.where(sat_lo, z_lo, jnp.where(below, lo, v)))
+    )
+    y_new = jnp.where(
+        sat_up,
+        mv,
+        jnp.where(
+            above,
+            y + rv * (zh - up),
+            jnp.where(sat_lo, -mv, jnp.where(below, y + rv * (zh - lo), 0.0)),
+        ),
+    )
+    return z, y_new
+
+
 def _hp(hp, dtype):
     return {k: jnp.asarray(v).astype(dtype) for k, v in hp.items()}
 
@@ -197,11 +224,15 @@ def _residuals(d: Scaled, x, z, y, pending_on):
     Px = d.P @ x
     Ax = d.A @ x
     Aty = d.A.T @ y
+    # |A|'|y| measures the size of the terms of A'y: with large elastic weights they
+    # nearly cancel (an infeasibility certificate A'w ~ 0), and a relative residual
+    # against ||A'y|| alone would ask for more digits than floating point holds.
+    Aty_abs = jnp.abs(d.A).T @ jnp.abs(y)
     Dinv, Einv = 1.0 / d.D, 1.0 / d.E
-    Px_u, Aty_u, q_u = Dinv * Px / d.c, Dinv * Aty / d.c, Dinv * d.q / d.c
+    Px_u, Aty_u, q_u = Dinv * Px / d.c, Dinv * Aty_abs / d.c, Dinv * d.q / d.c
     Ax_u, z_u = Einv * Ax, Einv * z
     rp_u = _amax(Ax_u - z_u)
-    rd_u = _amax(Px_u + q_u + Aty_u)
+    rd_u = _amax(Px_u + q_u + Dinv * Aty / d.c)
     kkt = jnp.maximum(
         rp_u / (1.0 + jnp.maximum(_amax(Ax_u), _amax(z_u))),
         rd_u / (1.0 + jnp.maximum(jnp.maximum(_amax(Px_u), _amax(Aty_u)), _amax(q_u))),
@@ -272,7 +303,6 @@ def _admm_block(d: Scaled, L, xs, zs, ys, rho, level, hp, k):
     rv = _rho_vec(d, rho)
     mv = _mu_vec(d, level)
     sigma, alpha = _sigma(hp, xs.dtype), hp["alpha"]
-    thresh = mv / rv
 
     def body(_, carry):
         x, z, y = carry
@@ -281,9 +311,7 @@ def _admm_block(d: Scaled, L, xs, zs, ys, rho, level, hp, k):
         zt = d.A @ xt
         xn = alpha * xt + (1 - alpha) * x
         zh = alpha * zt + (1 - alpha) * z
-        v = zh + y / rv
-        zn = _prox(v, d.l, d.u, thresh)
-        yn = rv * (v - zn)
+        zn, yn = _relaxed_update(zh, y, rv, mv, d.l, d.u)
         return xn, zn, yn
 
     return jax.lax.fori_loop(0, k, body, (xs, zs, ys))
@@ -315,9 +343,10 @@ def _step(
     # the weight is below the optimal multipliers (or the QP is infeasible): grow it.
     grow = (res.sat > 2.0 * res.kkt) & (level < hp["mu_max"])
     new_level = jnp.where(grow, jnp.minimum(level * hp["mu_factor"], hp["mu_max"]), level)
-    mv_new = _mu_vec(d, new_level)
-    saturated = (zs > d.u) | (zs < d.l)
-    ys = jnp.where(grow & saturated, jnp.sign(ys) * mv_new, ys)
+    # On an infeasible QP every multiplier of the relaxed solution grows like mu (they
+    # form the certificate A'w ~ 0 with w = y/mu), so scale them all with the weight
+    # instead of letting the dual ascent rebuild them.
+    ys = jnp.where(grow, ys * (new_level / level), ys)
 
     # Adaptive rho (OSQP rule), refactor only when it moves by more than 5x.
     ratio = (res.rp / (res.np_ + 1e-30)) / (res.rd / (res.nd + 1e-30) + 1e-30)
@@ -458,7 +487,9 @@ def _finalize(
         delta = jnp.maximum(hp["delta"], 1e3 * jnp.finfo(dtype).eps)
         xp, zp, yp = _polish(d, xs, zs, ys, state.mu_level, delta, polish_refine)
         rp = _residuals(d, xp, zp, yp, pending_on)
-        ok = jnp.isfinite(rp.error) & (rp.error < res.error)
+        # Polish only a converged run (as OSQP): it sharpens an answer, it does not
+        # turn a stopped run into a success.
+        ok = converged & jnp.isfinite(rp.error) & (rp.error < res.error)
         xs, zs, ys = (jnp.where(ok, a, b) for a, b in ((xp, xs), (zp, zs), (yp, ys)))
         res = jax.tree.map(lambda a, b: jnp.where(ok, a, b), rp, res)
     x, z, y = _unscale(d, xs, zs, ys)
@@ -489,7 +520,7 @@ def flexqp(
     sigma: float = 1e-6,
     alpha: float = 1.6,
     mu: float = 1e3,
-    mu_max: float = 1e8,
+    mu_max: float = 1e6,
     mu_factor: float = 10.0,
     delta: float = 1e-6,
     eps_unbounded: float = 1e-5,

@@ -83,10 +83,18 @@ def _solve_implicit_jvp(solver, max_steps, history, primals, tangents):
     _, rhs = jax.jvp(lambda p: kkt_residual(xy, p, mu), (qp,), (dqp,))
     rhs = jax.tree.map(jnp.negative, rhs)
 
-    def matvec(v):
-        return jax.jvp(lambda z: kkt_residual(z, qp, mu), (xy,), (v,))[1]
+    qp_c = jax.lax.stop_gradient(qp)  # the KKT matrix is a constant of the tangent map
 
-    dx, dy = linear_solve(matvec, rhs, method=_lstsq)
+    # Solve on one flat vector: custom_linear_solve's transpose needs every block of
+    # the right-hand side to be linear in the tangents (a block can be a constant zero).
+    flat_rhs, unravel = ravel_pytree(rhs)
+
+    def matvec(v):
+        return ravel_pytree(jax.jvp(lambda z: kkt_residual(z, qp_c, mu), (xy,), (unravel(v),))[1])[
+            0
+        ]
+
+    dx, dy = unravel(linear_solve(matvec, flat_rhs, method=_lstsq))
     tan = jax.tree.map(_zero_tangent, sol)
     tan = tan._replace(x=dx, state=tan.state._replace(x=dx, y=dy))
     return sol, tan

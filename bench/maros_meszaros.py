@@ -1,0 +1,272 @@
+"""Maros-Meszaros benchmark: FlexQP vs OSQP vs proxsuite on the problems with n <= 300, m <= 600.
+
+Every solver runs at the same tolerance (1e-6: FlexQP ``tol``, OSQP ``eps_abs = eps_rel``
+with polishing, proxsuite ``eps_abs``) and is judged against a high-accuracy reference
+(proxsuite at 1e-10, else OSQP at 1e-10 with polishing): a problem counts as solved when the
+solver reports success, the objective is within 1e-6 relative
+(``|f - f*| <= 1e-6 max(1, |f*|)``) and the violation within 1e-6 relative
+(``max dist(Ax, [l, u]) <= 1e-6 max(1, ||Ax||_inf)``). Every failure is listed with its reason.
+
+    python bench/maros_meszaros.py [--quick] [--names HS21 QAFIRO ...] [--out bench/results/qp_maros_meszaros.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import sys
+import time
+
+import numpy as np
+
+TOL = 1e-6
+
+
+def _objective(qp, x):
+    P, q = np.asarray(qp.P), np.asarray(qp.q)
+    return 0.5 * x @ P @ x + q @ x
+
+
+def _viol(qp, x):
+    A, l, u = (np.asarray(v) for v in (qp.A, qp.l, qp.u))
+    ax = A @ x
+    v = np.maximum(ax - u, 0) + np.maximum(l - ax, 0)
+    return float(np.max(v, initial=0.0) / max(1.0, np.max(np.abs(ax), initial=0.0)))
+
+
+def _bounds(qp):
+    l, u = np.asarray(qp.l), np.asarray(qp.u)
+    return np.where(np.isinf(l), -1e30, l), np.where(np.isinf(u), 1e30, u)
+
+
+def run_osqp(qp, eps, max_iter=100000, time_limit=60.0):
+    import osqp
+    import scipy.sparse as sp
+
+    l, u = _bounds(qp)
+    s = osqp.OSQP()
+    s.setup(
+        sp.csc_matrix(np.triu(np.asarray(qp.P))),
+        np.asarray(qp.q),
+        sp.csc_matrix(np.asarray(qp.A)),
+        l,
+        u,
+        eps_abs=eps,
+        eps_rel=eps,
+        polishing=True,
+        max_iter=max_iter,
+        time_limit=time_limit,
+        verbose=False,
+    )
+    t0 = time.perf_counter()
+    r = s.solve()
+    dt = time.perf_counter() - t0
+    status = r.info.status
+    ok = status in ("solved",)
+    return r.x, ok, status, dt
+
+
+def run_proxsuite(qp, eps, max_iter=100000):
+    import proxsuite
+
+    P, q, A = (np.asarray(v) for v in (qp.P, qp.q, qp.A))
+    l, u = _bounds(qp)
+    n, m = len(q), len(l)
+    H = proxsuite.proxqp.dense.QP(n, 0, m)
+    H.settings.eps_abs = eps
+    H.settings.eps_rel = 0.0
+    H.settings.max_iter = max_iter
+    H.settings.verbose = False
+    t0 = time.perf_counter()
+    H.init(P, q, None, None, A, l, u)
+    H.solve()
+    dt = time.perf_counter() - t0
+    st = H.results.info.status
+    ok = st == proxsuite.proxqp.QPSolverOutput.PROXQP_SOLVED
+    return np.asarray(H.results.x), ok, str(st).split(".")[-1], dt
+
+
+_BUCKETS = (8, 16, 32, 64, 128, 192, 256, 320, 384, 512, 640)
+
+
+def _bucket(k):
+    return next(b for b in _BUCKETS if b >= k)
+
+
+def pad_qp(qp):
+    """Pad to bucketed sizes so that problems share compilations: extra variables with
+    P = I, q = 0 and no constraint (optimal at 0), extra rows free (-inf <= 0 <= inf).
+    The padded problem has the same solution in the first n variables."""
+    import jax.numpy as jnp
+
+    from jaxsolve.qp import QP
+
+    n, m = qp.n, qp.m
+    N, M = _bucket(n), _bucket(m)
+    P = (
+        jnp.zeros((N, N), qp.P.dtype)
+        .at[:n, :n]
+        .set(qp.P)
+        .at[jnp.arange(n, N), jnp.arange(n, N)]
+        .set(1.0)
+    )
+    A = jnp.zeros((M, N), qp.A.dtype).at[:m, :n].set(qp.A)
+    q = jnp.zeros((N,), qp.q.dtype).at[:n].set(qp.q)
+    l = jnp.full((M,), -jnp.inf, qp.l.dtype).at[:m].set(qp.l)
+    u = jnp.full((M,), jnp.inf, qp.u.dtype).at[:m].set(qp.u)
+    return QP(P, q, A, l, u)
+
+
+def run_ours(qp, tol, max_steps):
+    import jax
+
+    from jaxsolve.core import Status
+    from jaxsolve.qp import solve_qp
+
+    n = qp.n
+    qp = pad_qp(qp)
+    t0 = time.perf_counter()
+    sol = jax.block_until_ready(solve_qp(qp, tol=tol, max_steps=max_steps, implicit=False))
+    t_first = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    sol = jax.block_until_ready(solve_qp(qp, tol=tol, max_steps=max_steps, implicit=False))
+    dt = time.perf_counter() - t0
+    st = Status(int(sol.status))
+    return (
+        np.asarray(sol.x)[:n],
+        st == Status.SUCCESS,
+        f"{st.name} ({int(sol.state.admm_iters)} it)",
+        dt,
+        t_first - dt,
+    )
+
+
+def judge(qp, x, ok, fref):
+    if x is None or not np.all(np.isfinite(x)):
+        return False, "no finite solution"
+    f = _objective(qp, x)
+    rel = abs(f - fref) / max(1.0, abs(fref))
+    v = _viol(qp, x)
+    reasons = []
+    if not ok:
+        reasons.append("solver status")
+    if rel > TOL:
+        reasons.append(f"objective rel err {rel:.1e}")
+    if v > TOL:
+        reasons.append(f"violation {v:.1e}")
+    return not reasons, ", ".join(reasons)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="8 small problems only")
+    ap.add_argument("--names", nargs="*", default=None)
+    ap.add_argument(
+        "--max-steps", type=int, default=5000, help="FlexQP steps (x10 ADMM iterations)"
+    )
+    ap.add_argument("--out", default=None)
+    ns = ap.parse_args(argv)
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    from jaxsolve.qp.problems import load_maros_meszaros, maros_meszaros_names
+
+    if ns.names:
+        names = ns.names
+    elif ns.quick:
+        names = ["HS21", "HS35", "HS76", "HS118", "QAFIRO", "GENHS28", "DUAL4", "LOTSCHD"]
+    else:
+        names = maros_meszaros_names(300, 600)
+    rows = []
+    counts = {"FlexQP": 0, "OSQP": 0, "proxsuite": 0}
+    for name in names:
+        qp = load_maros_meszaros(name)
+        okr = False
+        for eps in (1e-10, 1e-9, 1e-8):
+            try:
+                xr, okr, _, _ = run_proxsuite(qp, eps)
+            except Exception:  # pragma: no cover
+                okr = False
+            if not okr:
+                xr, okr, _, _ = run_osqp(qp, eps, max_iter=400000)
+            if okr:
+                break
+        if not okr:
+            rows.append((name, qp.n, qp.m, "no reference", "", "", "", "", "", ""))
+            print(f"{name}: no reference solution", flush=True)
+            continue
+        fref = _objective(qp, xr)
+        res = {}
+        xo, oko, so, to, tc = run_ours(qp, TOL, ns.max_steps)
+        res["FlexQP"] = (*judge(qp, xo, oko, fref), so, to)
+        try:
+            x1, ok1, s1, t1 = run_osqp(qp, TOL)
+            res["OSQP"] = (*judge(qp, x1, ok1, fref), s1, t1)
+        except Exception as err:  # pragma: no cover
+            res["OSQP"] = (False, f"error {err}", "error", 0.0)
+        try:
+            x2, ok2, s2, t2 = run_proxsuite(qp, TOL)
+            res["proxsuite"] = (*judge(qp, x2, ok2, fref), s2, t2)
+        except Exception as err:  # pragma: no cover
+            res["proxsuite"] = (False, f"error {err}", "error", 0.0)
+        for k, v in res.items():
+            counts[k] += bool(v[0])
+        rows.append((name, qp.n, qp.m, fref, res, tc))
+        print(
+            f"{name:10s} n={qp.n:3d} m={qp.m:3d} "
+            + " | ".join(
+                f"{k}: {'ok ' if v[0] else 'FAIL'} {v[2]} {v[3] * 1e3:.1f}ms {v[1]}"
+                for k, v in res.items()
+            )
+            + f" | compile {tc:.1f}s",
+            flush=True,
+        )
+    total = sum(1 for r in rows if isinstance(r[4], dict))
+    lines = [
+        "# Maros-Meszaros (n <= 300, m <= 600): FlexQP vs OSQP vs proxsuite",
+        "",
+        f"Tolerance {TOL:g} for every solver; solved = success status, objective within {TOL:g} "
+        "relative and violation within 1e-6 relative of a proxsuite/OSQP 1e-10 reference. "
+        "Times are steady-state (FlexQP: second call, after compilation; compile time apart). "
+        "FlexQP runs each problem padded to bucketed sizes (extra variables with P = I, extra "
+        "free rows) so problems share compilations; the first call of a new bucket pays it.",
+        "",
+        "| solver | solved |",
+        "|---|---|",
+    ]
+    lines += [f"| {k} | {v}/{total} |" for k, v in counts.items()]
+    lines += [
+        "",
+        "| problem | n | m | f* | FlexQP | OSQP | proxsuite | FlexQP compile (s) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    failures = []
+    for r in rows:
+        if not isinstance(r[4], dict):
+            lines.append(f"| {r[0]} | {r[1]} | {r[2]} | no reference | | | | |")
+            continue
+        name, n, m, fref, res, tc = r
+        cells = []
+        for k, v in res.items():
+            cells.append(f"{'ok' if v[0] else '**fail**'} {v[3] * 1e3:.1f} ms")
+            if not v[0]:
+                failures.append(f"- {k} on {name}: {v[1]} (status {v[2]})")
+        lines.append(f"| {name} | {n} | {m} | {fref:.6e} | " + " | ".join(cells) + f" | {tc:.1f} |")
+    lines += ["", "## Failures and reasons", ""] + (failures or ["none"])
+    text = "\n".join(lines) + "\n"
+    print(text)
+    out = ns.out
+    if out is None:
+        out = (
+            "bench/results/qp_maros_meszaros_quick.md"
+            if ns.quick
+            else "bench/results/qp_maros_meszaros.md"
+        )
+    if not ns.names or ns.out:
+        pathlib.Path(out).parent.mkdir(parents=True, exist_ok=True)
+        pathlib.Path(out).write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

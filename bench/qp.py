@@ -1,0 +1,277 @@
+"""Batched QP benchmark: FlexQP (vmapped) vs the OSQP loop, qpax (vmapped) and jaxopt BoxOSQP (vmapped).
+
+1024 random QPs (``jaxsolve.qp.problems.random_qp``: P = MM' + 1e-2 I, sparse(0.15) data
+stored dense, half the rows two-sided), at n=20, m=40 and n=100, m=150, in float32 and
+float64, all at tolerance 1e-4. Compile time is reported apart from steady-state time
+(median of repeated calls). Accuracy: ||x - x*|| / max(1, ||x*||) against OSQP at 1e-10
+with polishing (max and median over the batch), plus the max violation. Per-instance status
+counts for every solver: a batch must not hide failures.
+
+    python bench/qp.py [--quick] [--out bench/results/qp.md]
+
+The Maros-Meszaros comparison is ``bench/maros_meszaros.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import pathlib
+import sys
+import time
+
+import numpy as np
+
+TOL = 1e-4
+
+
+def _have(mod):
+    return importlib.util.find_spec(mod) is not None
+
+
+def make_batch(B, n, m, dtype):
+    import jax
+
+    from jaxsolve.qp import problems
+
+    keys = jax.random.split(jax.random.key(n * 1000 + m), B)
+    return jax.vmap(lambda k: problems.random_qp(k, n, m, dtype=dtype))(keys)
+
+
+def reference(qp_np):
+    import osqp
+    import scipy.sparse as sp
+
+    P, q, A, l, u = qp_np
+    xs = []
+    for i in range(q.shape[0]):
+        s = osqp.OSQP()
+        s.setup(
+            sp.csc_matrix(np.triu(P[i])),
+            q[i],
+            sp.csc_matrix(A[i]),
+            np.where(np.isinf(l[i]), -1e30, l[i]),
+            np.where(np.isinf(u[i]), 1e30, u[i]),
+            eps_abs=1e-10,
+            eps_rel=1e-10,
+            polishing=True,
+            max_iter=200000,
+            verbose=False,
+        )
+        xs.append(s.solve().x)
+    return np.stack(xs)
+
+
+def _timeit(fn, repeat):
+    import jax
+
+    t0 = time.perf_counter()
+    out = jax.block_until_ready(fn())
+    first = time.perf_counter() - t0
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = jax.block_until_ready(fn())
+        times.append(time.perf_counter() - t0)
+    steady = float(np.median(times))
+    return out, steady, max(first - steady, 0.0)
+
+
+def _accuracy(x, xref, qp_np):
+    x = np.asarray(x, np.float64)
+    err = np.linalg.norm(x - xref, axis=1) / np.maximum(1.0, np.linalg.norm(xref, axis=1))
+    _, _, A, l, u = qp_np
+    ax = np.einsum("bmn,bn->bm", A, x)
+    viol = np.max(np.maximum(ax - u, 0) + np.maximum(l - ax, 0), axis=1)
+    return (
+        float(np.nanmax(err)) if np.all(np.isfinite(err)) else float("nan"),
+        float(np.median(err)),
+        float(np.max(viol)),
+    )
+
+
+def run_flexqp(qp, repeat):
+    import jax
+
+    from jaxsolve.qp import solve_qp
+
+    fn = jax.jit(lambda qp: solve_qp(qp, tol=TOL, max_steps=4000, implicit=False))
+    sol, steady, compile_s = _timeit(lambda: fn(qp), repeat)
+    return (
+        np.asarray(sol.x),
+        steady,
+        compile_s,
+        sol.counts(),
+        float(np.mean(np.asarray(sol.state.admm_iters))),
+    )
+
+
+def run_osqp_loop(qp_np):
+    """One OSQP object set up once with a dense pattern, then update(P, q, A, l, u) + solve per problem."""
+    import osqp
+    import scipy.sparse as sp
+
+    P, q, A, l, u = qp_np
+    B, n = q.shape
+    m = l.shape[1]
+    iu = np.triu_indices(n)
+    # full dense patterns so that update() can change every entry (column-major data order)
+    Ppat = sp.csc_matrix(np.triu(np.ones((n, n))))
+    Apat = sp.csc_matrix(np.ones((m, n)))
+    rows_p, cols_p = Ppat.nonzero()
+    order_p = np.lexsort((rows_p, cols_p))
+    rows_p, cols_p = rows_p[order_p], cols_p[order_p]
+    rows_a, cols_a = Apat.nonzero()
+    order_a = np.lexsort((rows_a, cols_a))
+    rows_a, cols_a = rows_a[order_a], cols_a[order_a]
+    del iu
+    big = lambda v, s: np.where(np.isinf(v), s * 1e30, v)
+    s = osqp.OSQP()
+    s.setup(
+        sp.csc_matrix((P[0][rows_p, cols_p], (rows_p, cols_p)), shape=(n, n)),
+        q[0],
+        sp.csc_matrix((A[0][rows_a, cols_a], (rows_a, cols_a)), shape=(m, n)),
+        big(l[0], -1),
+        big(u[0], 1),
+        eps_abs=TOL,
+        eps_rel=TOL,
+        verbose=False,
+        max_iter=40000,
+    )
+    xs, statuses = [], {}
+    t0 = time.perf_counter()
+    for i in range(B):
+        s.update(
+            Px=P[i][rows_p, cols_p],
+            q=q[i],
+            Ax=A[i][rows_a, cols_a],
+            l=big(l[i], -1),
+            u=big(u[i], 1),
+        )
+        r = s.solve()
+        xs.append(r.x)
+        statuses[r.info.status] = statuses.get(r.info.status, 0) + 1
+    dt = time.perf_counter() - t0
+    return np.stack(xs), dt, statuses
+
+
+def run_qpax(qp, repeat):
+    import jax
+    import jax.numpy as jnp
+    import qpax
+
+    P, q, A, l, u = qp
+    big = 1e8
+    G = jnp.concatenate([A, -A], axis=1)
+    h = jnp.concatenate([jnp.where(jnp.isinf(u), big, u), jnp.where(jnp.isinf(l), big, -l)], axis=1)
+    n = q.shape[1]
+    Aeq = jnp.zeros((q.shape[0], 0, n), q.dtype)
+    beq = jnp.zeros((q.shape[0], 0), q.dtype)
+    fn = jax.jit(jax.vmap(lambda *a: qpax.solve_qp(*a, solver_tol=TOL)))
+    out, steady, compile_s = _timeit(lambda: fn(P, q, Aeq, beq, G, h), repeat)
+    x, conv = np.asarray(out[0]), np.asarray(out[4])
+    return (
+        x,
+        steady,
+        compile_s,
+        {"converged": int(conv.sum()), "not converged": int((~conv.astype(bool)).sum())},
+    )
+
+
+def run_boxosqp(qp, repeat):
+    import jax
+    from jaxopt import BoxOSQP
+
+    P, q, A, l, u = qp
+    solver = BoxOSQP(tol=TOL, maxiter=4000, jit=True)
+    fn = jax.jit(
+        jax.vmap(
+            lambda P, q, A, l, u: solver.run(params_obj=(P, q), params_eq=A, params_ineq=(l, u))
+        )
+    )
+    out, steady, compile_s = _timeit(lambda: fn(P, q, A, l, u), repeat)
+    x = np.asarray(out.params.primal[0])
+    st = np.asarray(out.state.status)
+    names = {0: "unsolved", 1: "solved", 2: "dual infeasible", 3: "primal infeasible"}
+    counts = {names.get(int(k), str(k)): int((st == k).sum()) for k in np.unique(st)}
+    return x, steady, compile_s, counts
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument(
+        "--quick", action="store_true", help="128 problems, n=20 only, float32 and float64"
+    )
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--batch", type=int, default=None)
+    ns = ap.parse_args(argv)
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+
+    B = ns.batch or (128 if ns.quick else 1024)
+    sizes = [(20, 40)] if ns.quick else [(20, 40), (100, 150)]
+    repeat = 2 if ns.quick else 3
+    peers = {"qpax": _have("qpax"), "jaxopt": _have("jaxopt"), "osqp": _have("osqp")}
+    for k, v in peers.items():
+        if not v:
+            print(f"note: {k} is not installed; skipping it")
+    lines = [
+        "# Batched QP benchmark (CPU)",
+        "",
+        f"{B} random QPs per row (`problems.random_qp`), tolerance {TOL:g} for every solver, "
+        f"device: {jax.devices()[0].device_kind}. Times in seconds for the whole batch: "
+        "steady state (median) and compile (first call minus steady). Accuracy: "
+        "max / median of ||x - x*|| / max(1, ||x*||) against OSQP 1e-10 + polish; viol: max "
+        "constraint violation. Ratio = peer time / FlexQP time (> 1: FlexQP faster).",
+        "",
+        "| n, m | dtype | solver | time (s) | compile (s) | ratio peer/ours | max err | median err | max viol | statuses | mean iters |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for n, m in sizes:
+        qp64 = make_batch(B, n, m, jnp.float64)
+        qp_np = tuple(np.asarray(v) for v in qp64)
+        t0 = time.perf_counter()
+        xref = reference(qp_np) if peers["osqp"] else None
+        print(f"n={n} m={m}: reference in {time.perf_counter() - t0:.1f}s", flush=True)
+        if peers["osqp"]:
+            xo, to, so = run_osqp_loop(qp_np)
+        for dtype in (jnp.float32, jnp.float64):
+            qp = jax.tree.map(lambda v, dtype=dtype: v.astype(dtype), qp64)
+            name = jnp.dtype(dtype).name
+            xf, tf, cf, sf, itf = run_flexqp(qp, repeat)
+            rows = [("FlexQP (vmap)", tf, cf, xf, sf, f"{itf:.0f}")]
+            if peers["osqp"]:
+                rows.append(("OSQP loop (update+solve, float64)", to, 0.0, xo, so, ""))
+            if peers["qpax"]:
+                try:
+                    xq, tq, cq, sq = run_qpax(qp, repeat)
+                    rows.append(("qpax (vmap)", tq, cq, xq, sq, ""))
+                except Exception as err:  # pragma: no cover
+                    print(f"qpax failed: {err}")
+            if peers["jaxopt"]:
+                try:
+                    xb, tb, cb, sb = run_boxosqp(qp, repeat)
+                    rows.append(("jaxopt BoxOSQP (vmap)", tb, cb, xb, sb, ""))
+                except Exception as err:  # pragma: no cover
+                    print(f"BoxOSQP failed: {err}")
+            for label, t, c, x, st, its in rows:
+                acc = _accuracy(x, xref, qp_np) if xref is not None else (float("nan"),) * 3
+                ratio = t / tf
+                line = (
+                    f"| {n}, {m} | {name} | {label} | {t:.3f} | {c:.1f} | {ratio:.2f} | {acc[0]:.1e} | "
+                    f"{acc[1]:.1e} | {acc[2]:.1e} | {st} | {its} |"
+                )
+                print(line, flush=True)
+                lines.append(line)
+    text = "\n".join(lines) + "\n"
+    out = ns.out or ("bench/results/qp_quick.md" if ns.quick else "bench/results/qp.md")
+    pathlib.Path(out).parent.mkdir(parents=True, exist_ok=True)
+    pathlib.Path(out).write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,401 @@
+"""FlexQP against OSQP, proxsuite and SciPy HiGHS: exactness, infeasibility, hostile input,
+warm starts, float32, gradients (paper: Oshin et al., 2025, Thm 3.1 and the l1 relaxation)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxsolve.core import Status
+from jaxsolve.qp import QP, problems, solve_qp, validate_qp
+from tests.qp._refs import min_l1_violation, osqp_ref, proxsuite_ref, rel
+
+INF = np.inf
+
+
+def _np(qp):
+    return QP(*(np.asarray(v, np.float64) for v in qp))
+
+
+def _pad(qp, m):
+    """Pad with free rows (-inf <= 0'x <= inf) so different problems share one shape."""
+    P, q, A, l, u = (np.asarray(v, np.float64) for v in qp)
+    k = m - len(l)
+    return QP(
+        P,
+        q,
+        np.vstack([A, np.zeros((k, len(q)))]),
+        np.concatenate([l, np.full(k, -INF)]),
+        np.concatenate([u, np.full(k, INF)]),
+    )
+
+
+def _stack(qps):
+    return QP(*(jnp.asarray(np.stack(v)) for v in zip(*qps, strict=True)))
+
+
+def _lane(qp, i):
+    return QP(*(np.asarray(v[i]) for v in qp))
+
+
+# ---------------------------------------------------------------- exactness vs references
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda k: problems.random_qp(k, 12, 30),
+        lambda k: problems.eq_qp(k, 12, 6),
+        lambda k: problems.portfolio(k, 1, 12),
+        lambda k: problems.mpc(k, 3, 2, 5),
+        lambda k: problems.lasso(k, 3, 12),
+        lambda k: problems.huber(k, 2, 8),
+        lambda k: problems.svm(k, 2, 10),
+    ],
+    ids=["random", "eq", "portfolio", "mpc", "lasso", "huber", "svm"],
+)
+def test_exact_against_osqp_and_proxsuite(make):
+    """Three instances per class, vmapped: x within 1e-6 of OSQP and proxsuite at 1e-10."""
+    qps = [make(jax.random.key(s)) for s in range(3)]
+    sol = solve_qp(_stack(qps), tol=1e-9, max_steps=3000)
+    assert sol.counts() == {"SUCCESS": 3}, sol.counts()
+    for i, qp in enumerate(qps):
+        x_ref, y_ref, st = osqp_ref(qp)
+        assert st == "solved"
+        x_px, _ = proxsuite_ref(qp)
+        assert rel(sol.x[i], x_ref) <= 1e-6
+        assert rel(sol.x[i], x_px) <= 1e-6
+        # KKT of the original QP with our multipliers (OSQP sign convention)
+        P, q, A, l, u = _np(qp)
+        x, y = np.asarray(sol.x[i]), np.asarray(sol.state.y[i])
+        assert np.max(np.abs(P @ x + q + A.T @ y)) <= 1e-6 * max(1, np.max(np.abs(q)))
+        assert np.max(np.asarray(sol.state.viol[i])) <= 1e-7 * max(1, np.max(np.abs(A @ x)))
+        assert np.all(y[np.isinf(u)] <= 1e-8) and np.all(y[np.isinf(l)] >= -1e-8)
+
+
+def test_exactness_threshold_and_adaptive_mu():
+    """Thm 3.1: a fixed weight above ||y*||_inf gives the QP solution, below it does not;
+    the adaptive weight started far too low still reaches the exact solution."""
+    qp = problems.random_qp(jax.random.key(3), 8, 16)
+    x_ref, y_ref, _ = osqp_ref(qp)
+    ystar = np.max(np.abs(y_ref))
+    assert ystar > 0.1
+    adaptive = solve_qp(qp, mu=1e-4, tol=1e-9, max_steps=3000)
+    assert int(adaptive.status) == Status.SUCCESS
+    assert rel(adaptive.x, x_ref) <= 1e-6
+    assert float(adaptive.state.mu) > ystar
+    # fixed weights (mu_max = mu): compare in the user's units through state.mu
+    c = float(adaptive.state.mu) / float(adaptive.state.mu_level)  # 1 / cost scaling
+    above = solve_qp(qp, mu=2 * ystar / c, mu_max=2 * ystar / c, tol=1e-9, max_steps=3000)
+    assert int(above.status) == Status.SUCCESS and rel(above.x, x_ref) <= 1e-6
+    below = solve_qp(qp, mu=0.5 * ystar / c, mu_max=0.5 * ystar / c, tol=1e-9, max_steps=3000)
+    assert float(jnp.max(below.state.viol)) > 1e-3  # inexact: constraints violated ...
+    assert float(jnp.max(jnp.abs(below.state.y))) <= 0.5 * ystar * (1 + 1e-9)  # ... duals clipped
+    assert int(below.status) == Status.INFEASIBLE  # reported, never a false SUCCESS
+
+
+# ---------------------------------------------------------------- infeasible QPs
+
+
+def test_infeasible_minimizes_l1_violation_like_highs():
+    """INFEASIBLE, and the violation sum equals the HiGHS LP minimum (1e-6 relative)
+    with the same set of violated rows."""
+    qps = [problems.infeasible_qp(jax.random.key(s), 8, 16, k=2) for s in range(4)]
+    sol = solve_qp(_stack(qps), tol=1e-9, max_steps=3000)
+    for i, qp in enumerate(qps):
+        assert int(sol.status[i]) == Status.INFEASIBLE
+        value, v_lp = min_l1_violation(qp)
+        viol = np.asarray(sol.state.viol[i])
+        assert abs(viol.sum() - value) <= 1e-6 * value
+        np.testing.assert_array_equal(np.nonzero(viol > 1e-7)[0], np.nonzero(v_lp > 1e-7)[0])
+        assert np.all(np.isfinite(np.asarray(sol.x[i])))
+
+
+# ---------------------------------------------------------------- hostile input
+
+_N, _M = 3, 8
+
+
+def _hostile():
+    """(name, qp, expected status, reference x or None), all padded to one shape."""
+    rng = np.random.default_rng(0)
+    P = np.diag([2.0, 1.0, 0.5])
+    q = np.array([1.0, -2.0, 0.5])
+    I3 = np.eye(3)
+    cases = []
+    # zero row (feasible: 0 in [l, u]) and a box
+    A = np.vstack([np.zeros((1, 3)), I3])
+    cases.append(("zero_row", QP(P, q, A, np.r_[-1, -np.ones(3)], np.r_[1, np.ones(3)]), 0))
+    # zero row with 0 outside [l, u]: infeasible, violation 1
+    cases.append(
+        ("zero_row_infeasible", QP(P, q, A, np.r_[1, -np.ones(3)], np.r_[2, np.ones(3)]), 3)
+    )
+    # duplicated rows
+    a = rng.standard_normal(3)
+    A = np.vstack([a, a, a, I3])
+    cases.append(
+        (
+            "duplicated",
+            QP(P, q, A, np.r_[-INF, -INF, -INF, -np.ones(3)], np.r_[-0.5, -0.5, -0.5, np.ones(3)]),
+            0,
+        )
+    )
+    # rank-deficient A (row 3 = row 1 + row 2) with equalities, rank-deficient P
+    B = rng.standard_normal((2, 3))
+    A = np.vstack([B, B[0] + B[1]])
+    xf = rng.standard_normal(3)
+    v = np.outer([1.0, 1.0, 0.0], [1.0, 1.0, 0.0])
+    cases.append(
+        (
+            "rank_deficient",
+            QP(
+                v,
+                q,
+                np.vstack([A, I3]),
+                np.r_[A @ xf, -5 * np.ones(3)],
+                np.r_[A @ xf, 5 * np.ones(3)],
+            ),
+            0,
+        )
+    )
+    # LP (P = 0) on a box with one cut
+    A = np.vstack([np.ones((1, 3)), I3])
+    cases.append(
+        ("lp", QP(np.zeros((3, 3)), q, A, np.r_[-INF, -np.ones(3)], np.r_[1.0, np.ones(3)]), 0)
+    )
+    # rows scaled by 1e4 and 1e-4
+    A = np.vstack([1e4 * rng.standard_normal(3), 1e-4 * rng.standard_normal(3), I3])
+    cases.append(
+        (
+            "scaled_rows",
+            QP(P, q, A, np.r_[-1e4, -INF, -2 * np.ones(3)], np.r_[1e3, 1e-5, 2 * np.ones(3)]),
+            0,
+        )
+    )
+    # infinite bounds everywhere but one side
+    A = np.vstack([I3, -I3])
+    cases.append(
+        (
+            "inf_bounds",
+            QP(
+                P,
+                q,
+                A,
+                np.r_[-INF, -INF, -INF, -INF, -INF, -INF],
+                np.r_[INF, 0.5, INF, INF, INF, INF],
+            ),
+            0,
+        )
+    )
+    # singleton feasible set (osqp#485): x1 >= 1, x1 <= 1, x2 + x3 = 0, x2 - x3 = 0
+    A = np.array([[1.0, 0, 0], [1.0, 0, 0], [0, 1, 1], [0, 1, -1]])
+    cases.append(("singleton", QP(P, q, A, np.r_[1, -INF, 0, 0], np.r_[INF, 1, 0, 0]), 0))
+    # tiny infeasibility gap (osqp#255): x1 <= 0 and x1 >= 1e-4
+    A = np.array([[1.0, 0, 0], [1.0, 0, 0]])
+    cases.append(("tiny_gap", QP(P, q, A, np.r_[-INF, 1e-4], np.r_[0.0, INF]), 3))
+    # unbounded LP: min -x1 s.t. x1 >= 0
+    A = np.array([[1.0, 0, 0], [0, 1, 0], [0, 0, 1]])
+    cases.append(
+        (
+            "unbounded",
+            QP(np.zeros((3, 3)), np.array([-1.0, 0, 0]), A, np.r_[0, -1, -1], np.r_[INF, 1, 1]),
+            4,
+        )
+    )
+    return [(name, _pad(qp, _M), st) for name, qp, st in cases]
+
+
+@pytest.fixture(scope="module")
+def hostile_solutions():
+    cases = _hostile()
+    for _, qp, _ in cases:
+        validate_qp(qp)
+    sol = solve_qp(_stack([c[1] for c in cases]), tol=1e-9, max_steps=3000)
+    return cases, sol
+
+
+def test_hostile_inputs_never_nan_nor_false_success(hostile_solutions):
+    cases, sol = hostile_solutions
+    for i, (name, qp, expected) in enumerate(cases):
+        assert int(sol.status[i]) == expected, (name, Status(int(sol.status[i])).name)
+        if expected != Status.UNBOUNDED:
+            assert np.all(np.isfinite(np.asarray(sol.x[i]))), name
+            assert np.all(np.isfinite(np.asarray(sol.state.y[i]))), name
+        if expected == Status.SUCCESS:
+            x_ref, _, st = osqp_ref(qp)
+            assert st == "solved", name
+            f = lambda x, qp=qp: 0.5 * x @ qp.P @ x + qp.q @ x
+            assert abs(f(np.asarray(sol.x[i])) - f(x_ref)) <= 1e-7 * max(1, abs(f(x_ref))), name
+            assert np.max(np.asarray(sol.state.viol[i])) <= 1e-7 * max(
+                1.0, np.max(np.abs(qp.A @ x_ref))
+            ), name
+        if expected == Status.INFEASIBLE:
+            value, _ = min_l1_violation(qp)
+            assert abs(float(np.sum(sol.state.viol[i])) - value) <= 1e-6 * value, name
+
+
+def test_nan_data_is_nonfinite_not_success():
+    qp = problems.random_qp(jax.random.key(0), 12, 30)
+    bad = qp._replace(q=qp.q.at[2].set(jnp.nan))
+    with pytest.raises(ValueError, match="q contains NaN"):
+        solve_qp(bad)
+    sol = jax.jit(lambda qp: solve_qp(qp, tol=1e-9, max_steps=3000))(bad)  # traced: not inspected
+    assert int(sol.status) == Status.NONFINITE
+
+
+# ---------------------------------------------------------------- validation
+
+
+def test_validation_messages():
+    qp = problems.random_qp(jax.random.key(0), 4, 6)
+    with pytest.raises(ValueError, match="P must be symmetric"):
+        validate_qp(qp._replace(P=qp.P.at[0, 1].add(1.0)))
+    with pytest.raises(ValueError, match="A must have shape"):
+        validate_qp(qp._replace(A=qp.A[:, :3]))
+    with pytest.raises(ValueError, match="l must be <= u"):
+        validate_qp(qp._replace(l=qp.u + 1))
+    with pytest.raises(ValueError, match="P must have shape"):
+        validate_qp(qp._replace(P=qp.P[:3]))
+    with pytest.raises(TypeError, match="floating"):
+        validate_qp(qp._replace(q=jnp.arange(4)))
+    with pytest.raises(TypeError, match="jaxsolve.qp.QP"):
+        validate_qp(tuple(qp))
+
+
+def test_standard_form_builder():
+    P = np.eye(2)
+    q = np.array([-1.0, -1.0])
+    qp = QP.from_standard_form(
+        P, q, G=[[1.0, 1.0]], h=[1.0], A_eq=[[1.0, -1.0]], b_eq=[0.0], lb=0.0
+    )
+    assert qp.A.shape == (4, 2)
+    sol = solve_qp(qp, tol=1e-10)
+    np.testing.assert_allclose(sol.x, [0.5, 0.5], atol=1e-8)
+    with pytest.raises(ValueError, match="G must have shape"):
+        QP.from_standard_form(P, q, G=np.ones((1, 3)), h=[1.0])
+
+
+# ---------------------------------------------------------------- warm start
+
+
+def _iters(sol):
+    return int(sol.state.admm_iters)
+
+
+def test_warm_start_portfolio_changing_returns():
+    """Portfolio with drifting expected returns: warm-started solves take at most half
+    the ADMM iterations of cold ones, and agree with them."""
+    key = jax.random.key(5)
+    n = 20
+    mu0 = jax.random.normal(jax.random.key(6), (n,))
+    prev = None
+    cold_total = warm_total = 0
+    for t in range(5):
+        ret = mu0 + 0.02 * t * jax.random.normal(jax.random.fold_in(key, t), (n,))
+        qp = problems.portfolio(key, 2, n, returns=ret)
+        cold = solve_qp(qp, tol=1e-7, max_steps=2000)
+        if prev is not None:
+            warm = solve_qp(qp, tol=1e-7, max_steps=2000, warm_start=prev)
+            assert int(warm.status) == Status.SUCCESS
+            assert rel(warm.x, cold.x) <= 1e-6
+            cold_total += _iters(cold)
+            warm_total += _iters(warm)
+        prev = cold
+    assert warm_total <= 0.5 * cold_total, (warm_total, cold_total)
+
+
+def test_warm_start_mpc_moving_state():
+    """MPC with the initial state moving along the closed loop: warm <= half of cold."""
+    key = jax.random.key(2)
+    qp = problems.mpc(key, 4, 2, 8)
+    nx = 4
+    x_state = -qp.l[:nx]  # x0 from the first equality rows
+    prev = None
+    cold_total = warm_total = 0
+    for _ in range(5):
+        qp = problems.mpc(key, 4, 2, 8, x0=x_state)
+        cold = solve_qp(qp, tol=1e-7, max_steps=2000)
+        assert int(cold.status) == Status.SUCCESS
+        if prev is not None:
+            warm = solve_qp(qp, tol=1e-7, max_steps=2000, warm_start=prev)
+            assert int(warm.status) == Status.SUCCESS
+            assert rel(warm.x, cold.x) <= 1e-6
+            cold_total += _iters(cold)
+            warm_total += _iters(warm)
+        prev = cold
+        x_state = cold.x[nx : 2 * nx]  # apply the first input: next state of the plan
+    assert warm_total <= 0.5 * cold_total, (warm_total, cold_total)
+
+
+# ---------------------------------------------------------------- float32
+
+
+def test_float32_random_classes():
+    """float32 at tol 1e-4: every lane SUCCESS, no NaN, x within 1e-3 of float64 OSQP."""
+    keys = jax.random.split(jax.random.key(11), 8)
+    qps = [problems.random_qp(k, 12, 30, dtype=jnp.float32) for k in keys]
+    sol = solve_qp(_stack(qps), tol=1e-4, max_steps=2000)
+    assert sol.x.dtype == jnp.float32
+    assert sol.counts() == {"SUCCESS": 8}
+    assert np.all(np.isfinite(np.asarray(sol.x)))
+    for i, qp in enumerate(qps):
+        x_ref = osqp_ref(_np(qp))[0]
+        assert rel(sol.x[i], x_ref) <= 1e-3
+    eq = [problems.eq_qp(k, 12, 6, dtype=jnp.float32) for k in keys[:4]]
+    sol = solve_qp(_stack(eq), tol=1e-4, max_steps=2000)
+    assert sol.counts() == {"SUCCESS": 4}
+
+
+# ---------------------------------------------------------------- gradients
+
+
+def test_gradients_all_leaves_implicit_unrolled_fd():
+    """d/d(P, q, A, l, u) of sum(sin(x*)): implicit = unrolled = central differences."""
+    qp = problems.random_qp(jax.random.key(1), 5, 8)
+
+    def loss(qp, **kw):
+        return jnp.sum(jnp.sin(solve_qp(qp, tol=1e-12, **kw).x))
+
+    g_imp = jax.grad(loss)(qp)
+    g_unr = jax.grad(lambda qp: loss(qp, loop="fixed", max_steps=80))(qp)
+    eps = 1e-6
+    for i, name in enumerate(QP._fields):
+        leaf = getattr(qp, name)
+        d = jax.random.normal(jax.random.key(10 + i), leaf.shape)
+        d = jnp.where(jnp.isfinite(leaf), d, 0.0)
+        if name == "P":
+            d = d + d.T
+        fd = (
+            loss(qp._replace(**{name: leaf + eps * d}))
+            - loss(qp._replace(**{name: leaf - eps * d}))
+        ) / (2 * eps)
+        gi = jnp.sum(jnp.where(jnp.isfinite(leaf), getattr(g_imp, name), 0.0) * d)
+        gu = jnp.sum(jnp.where(jnp.isfinite(leaf), getattr(g_unr, name), 0.0) * d)
+        assert abs(gi - fd) <= 1e-5 * max(1, abs(fd)), (name, gi, fd)
+        assert abs(gu - fd) <= 1e-5 * max(1, abs(fd)), (name, gu, fd)
+
+
+def test_gradient_under_vmap_and_jit():
+    qp = problems.random_qp(jax.random.key(1), 5, 8)
+    qs = jnp.stack([qp.q, 1.5 * qp.q, -qp.q])
+    f = lambda q: jnp.sum(solve_qp(qp._replace(q=q)).x ** 2)
+    g = jax.jit(jax.vmap(jax.grad(f)))(qs)
+    for i in range(3):
+        np.testing.assert_allclose(g[i], jax.grad(f)(qs[i]), rtol=1e-8, atol=1e-10)
+    assert np.all(np.isfinite(np.asarray(g)))
+
+
+# ---------------------------------------------------------------- loader
+
+
+def test_maros_meszaros_loader():
+    from jaxsolve.qp.problems import load_maros_meszaros
+
+    qp = load_maros_meszaros("HS21")
+    assert (qp.n, qp.m) == (2, 3)
+    validate_qp(qp)
+    sol = solve_qp(qp, tol=1e-9)
+    x_ref, _ = proxsuite_ref(qp)
+    assert int(sol.status) == Status.SUCCESS and rel(sol.x, x_ref) <= 1e-6
+    with pytest.raises(ValueError, match="not found"):
+        load_maros_meszaros("NO_SUCH_PROBLEM")
