@@ -202,6 +202,14 @@ def test_zero_gradient_and_huge_scale():
     for a, b in zip(jax.tree.leaves(state.x), jax.tree.leaves(x0), strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     assert float(state.error) == 0.0
+    # start at the optimum of a linear cost (a vertex): no regret is positive, x stays put
+    lin = lambda x, c: jnp.sum(c["a"] * x["a"]) + jnp.sum(c["b"] * x["b"])
+    cost = {"a": jnp.tile(jnp.array([0.0, 1.0, 2.0, 3.0]), (3, 1)), "b": jnp.arange(5.0)}
+    start = {"a": jnp.tile(jnp.eye(4)[0], (3, 1)), "b": jnp.eye(5)[0]}
+    sol = jaxsolve.solve(regret_matching(lin), start, cost, tol=0.0, max_steps=5)
+    for a, b in zip(jax.tree.leaves(sol.x), jax.tree.leaves(start), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert float(sol.error) == 0.0
     args, _ = convex_problem()
     huge = (args[0] * 1e8, args[1] * 1e8)
     sa = jaxsolve.solve(regret_matching(quad), x0, args, tol=0.0, max_steps=100)
