@@ -24,6 +24,8 @@ from tests.riemannian.contract_cases import CASES as _RIEM  # riemannian.gradien
 REGISTRY += _RIEM
 from tests.second_order.contract_cases import CASES as _SO  # second_order.gradient_regularized_newton, second_order.gauss_newton  # noqa: E402, I001
 REGISTRY += _SO
+from tests.layers.contract_cases import CASES as _LAYERS  # layers.pinet  # noqa: E402, I001
+REGISTRY += _LAYERS
 
 
 @pytest.mark.parametrize("check", sorted(CHECKS))

@@ -53,6 +53,7 @@ import numpy as np
 
 from jaxsolve.core import Status, make_solver
 from jaxsolve.layers.polytope import Factors
+from jaxsolve.projections import box
 
 __all__ = ["ProjectionArgs", "State", "Info", "pinet_projection", "dr_map", "auto_sigma"]
 
@@ -119,9 +120,7 @@ def dr_map(s, q, y, lo_s, hi_s, factors: Factors, sigma, omega):
     z = ps + q
     r = 2 * z - s
     tx = (sigma * dx * y + r[:n]) / (1 + sigma * dx * dx)
-    # Box projection of the lifted variable (jaxsolve.projections.box was not yet
-    # available when this was written; the clip is that projection).
-    t = jnp.clip(jnp.concatenate([tx, r[n:]]), lo_s, hi_s)
+    t = box(jnp.concatenate([tx, r[n:]]), lo_s, hi_s)
     return ps, z, t, s + omega * (t - z)
 
 

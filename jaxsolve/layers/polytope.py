@@ -39,14 +39,14 @@ from jaxsolve.core.validation import check_finite, check_floating, is_concrete
 __all__ = ["Polytope", "Factors", "factorize", "ruiz_equilibration"]
 
 
-def ruiz_equilibration(M: jax.Array, iters: int = 25, *, tol: float = 1e-3):
+def ruiz_equilibration(M: jax.Array, iters: int = 25):
     r"""Modified Ruiz equilibration (2-norm, rows then columns), as in Pinet.
 
     Repeats :math:`M \leftarrow \mathrm{diag}(\|M_{i,:}\|^{-1/2}) M`, then
     :math:`M \leftarrow M\,\mathrm{diag}(\|M_{:,j}\|^{-1/2})` for ``iters`` rounds
     and keeps the scaling with the best balance criterion
     :math:`\max(1 - \min_i\|M_{i,:}\|/\max_i\|M_{i,:}\|,\;
-    1 - \min_j\|M_{:,j}\|/\max_j\|M_{:,j}\|)` (stopping early below ``tol``), as the
+    1 - \min_j\|M_{:,j}\|/\max_j\|M_{:,j}\|)`, as the
     ``ruiz_equilibration`` of Pinet (arXiv 2508.10480, appendix on equilibration).
     Zero rows or columns keep the factor 1.
 
@@ -65,10 +65,8 @@ def ruiz_equilibration(M: jax.Array, iters: int = 25, *, tol: float = 1e-3):
         ratio = lambda v: jnp.min(jnp.where(v > 0, v, jnp.inf)) / jnp.max(v)
         return jnp.maximum(1 - ratio(rn), 1 - ratio(cn))
 
-    best = criterion(M)
-    best_r, best_c = d_r, d_c
-    S = M
-    for _ in range(iters):
+    def body(_, carry):
+        S, d_r, d_c, best, best_r, best_c = carry
         rn = jnp.linalg.norm(S, axis=1)
         rf = jnp.where(rn > 0, jnp.sqrt(rn), 1.0)
         d_r = d_r / rf
@@ -78,12 +76,16 @@ def ruiz_equilibration(M: jax.Array, iters: int = 25, *, tol: float = 1e-3):
         d_c = d_c / cf
         S = S / cf[None, :]
         crit = criterion(S)
+        # Keep the best scaling; once below tol the iteration has converged, so
+        # running all rounds (no data-dependent break) changes nothing and keeps
+        # eager and jit-traced factorizations identical.
         better = crit < best
         best_r = jnp.where(better, d_r, best_r)
         best_c = jnp.where(better, d_c, best_c)
-        best = jnp.minimum(crit, best)
-        if is_concrete(crit) and float(crit) < tol:
-            break
+        return S, d_r, d_c, jnp.minimum(crit, best), best_r, best_c
+
+    init = (M, d_r, d_c, criterion(M), d_r, d_c)
+    *_, best_r, best_c = jax.lax.fori_loop(0, iters, body, init)
     return best_r, best_c
 
 
@@ -204,7 +206,7 @@ def _as_matrix(name, M):
         )
     if 0 in M.shape:
         raise ValueError(f"{name} has an empty axis (shape {M.shape}); pass None instead")
-    if is_concrete(M) and not bool(jnp.all(jnp.isfinite(M))):
+    if is_concrete(M) and not np.all(np.isfinite(np.asarray(M))):
         raise ValueError(f"{name} contains NaN or Inf")
     return M
 
@@ -222,7 +224,7 @@ def _as_vector(name, v, size, *, allow_inf):
             f"got {v.shape}"
         )
     check_finite(name, v)
-    if not allow_inf and is_concrete(v) and not bool(jnp.all(jnp.isfinite(v))):
+    if not allow_inf and is_concrete(v) and not np.all(np.isfinite(np.asarray(v))):
         raise ValueError(f"{name} contains Inf")
     return v
 
@@ -294,8 +296,9 @@ class Polytope(eqx.Module):
                 raise ValueError(
                     f"{lo_name} {lo.shape} and {hi_name} {hi.shape} do not broadcast"
                 ) from None
-            if is_concrete((lo, hi)) and bool(jnp.any(lo > hi)):
-                i = int(np.argmax(np.ravel(np.broadcast_arrays(lo > hi)[0])))
+            if is_concrete((lo, hi)) and np.any(np.asarray(lo) > np.asarray(hi)):
+                bad = np.broadcast_arrays(np.asarray(lo) > np.asarray(hi))[0]
+                i = int(np.argmax(np.ravel(bad)))
                 raise ValueError(
                     f"{lo_name} <= {hi_name} must hold elementwise; it fails at flat index {i}"
                 )

@@ -156,6 +156,9 @@ def projection_args(y, polytope: Polytope) -> ProjectionArgs:
     lo, hi, b = polytope.lifted_bounds(y.dtype)
     if lo.ndim != 1 or b.ndim != 1 or y.ndim != 1:
         raise ValueError("projection_args builds one problem: y, b, l, u, lb, ub must be unbatched")
+    if y.shape != (polytope.n,):
+        raise ValueError(f"y must have shape ({polytope.n},) to match the polytope, got {y.shape}")
+    check_floating("y", y)
     return ProjectionArgs(polytope.factors.astype(y.dtype), y, b, lo, hi)
 
 

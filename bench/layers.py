@@ -1,0 +1,345 @@
+"""Benchmark: jaxsolve.layers.project vs the pinet-hcnn package (and the exact OSQP projection).
+
+Problems: the DC3 "simple QP" feasible sets {y : Ay = x, Gy <= h} (n, n_eq, n_ineq) =
+(100, 50, 50) and (1000, 500, 500), raw points y ~ N(0, I), one right-hand side x per
+example, batch 1024 (``--quick``: the small problem only, batch 64).
+
+Both projections are run in float64 in the same way: each is given the smallest
+budget (ours: ``tol``; pinet: ``n_iter``, its step ``sigma`` set to ours / 2, the
+same omega = 1.7 and 25 Ruiz rounds) for which the whole batch is within 1e-5 of the
+exact projection with a constraint violation <= 1e-5; then forward and
+forward+backward (gradient of sum(w * x) w.r.t. y; ours: implicit GMRES, pinet:
+implicit BiCGSTAB with its benchmark budget n_iter_bwd = 25) are timed after compilation.
+
+pinet-hcnn pulls torch, cvxpy and wandb; it lives in its own virtual environment
+(default /work/pinet-venv, or $PINET_PYTHON) and runs in a subprocess on the same
+data. Without it the bench prints a note and compares with OSQP only.
+
+Writes bench/results/layers.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+jax.config.update("jax_enable_x64", True)
+
+from jaxsolve.layers import dc3_simple_qp, project  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parent
+TARGET = 1e-5
+
+PEER = textwrap.dedent(
+    """
+    import json, sys, time
+    import numpy as np
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+    from pinet import (AffineInequalityConstraint, EqualityConstraint,
+        EqualityConstraintsSpecification, EquilibrationParams, Project, ProjectionInstance)
+
+    d = np.load(sys.argv[1])
+    A, G, h, X, Y, W, xref = (d[k] for k in ("A", "G", "h", "X", "Y", "W", "xref"))
+    sigma, target, repeat = float(d["sigma"]), float(d["target"]), int(d["repeat"])
+    B, n = Y.shape
+    m = G.shape[0]
+    eq = EqualityConstraint(a_mat=jnp.asarray(A)[None], b=jnp.asarray(X[:1, :, None]),
+                            method="pinv", var_b=True)
+    ineq = AffineInequalityConstraint(c_mat=jnp.asarray(G)[None],
+                                      lb=jnp.full((1, m, 1), -jnp.inf), ub=jnp.asarray(h)[None, :, None])
+    t0 = time.perf_counter()
+    proj = Project(eq_constraint=eq, ineq_constraint=ineq,
+                   equilibration_params=EquilibrationParams(max_iter=25))
+    setup = time.perf_counter() - t0
+
+    def inst(y, x):
+        return ProjectionInstance(x=y[:, :, None], eq=EqualityConstraintsSpecification(b=x[:, :, None]))
+
+    def fwd(y, x, n_iter):
+        return proj.call(yraw=inst(y, x), sigma=sigma, omega=1.7, n_iter=n_iter,
+                         n_iter_bwd=25, fpi=False)[0].x[..., 0]
+
+    def quality(x, rows):
+        x = np.asarray(x)
+        cv = max(np.abs(x @ A.T - X[rows]).max(), np.maximum(x @ G.T - h, 0).max())
+        return float(cv), float(np.abs(x - xref[rows]).max())
+
+    probe = slice(0, min(B, 64))
+    Yj, Xj = jnp.asarray(Y), jnp.asarray(X)
+    chosen = None
+    for n_iter in (25, 50, 75, 100, 150, 200, 300, 400, 600, 800, 1200, 1600):
+        cv, err = quality(fwd(Yj[probe], Xj[probe], n_iter), probe)
+        if cv <= target and err <= target:
+            chosen = n_iter
+            break
+    out = {"setup": setup, "n_iter": chosen}
+    if chosen is not None:
+        # confirm on the whole batch, raising the budget if a lane needs more
+        while True:
+            t0 = time.perf_counter(); x = jax.block_until_ready(fwd(Yj, Xj, chosen))
+            first = time.perf_counter() - t0
+            cv, err = quality(x, slice(None))
+            if (cv <= target and err <= target) or chosen >= 3200:
+                break
+            chosen = int(chosen * 1.5)
+        t0 = time.perf_counter()
+        for _ in range(repeat):
+            x = jax.block_until_ready(fwd(Yj, Xj, chosen))
+        t_fwd = (time.perf_counter() - t0) / repeat
+        Wj = jnp.asarray(W)
+        grad = jax.jit(jax.grad(lambda y: jnp.sum(Wj * fwd(y, Xj, chosen))))
+        t0 = time.perf_counter(); g = jax.block_until_ready(grad(Yj)); first_bwd = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        for _ in range(repeat):
+            g = jax.block_until_ready(grad(Yj))
+        t_fb = (time.perf_counter() - t0) / repeat
+        np.save(sys.argv[2], np.asarray(g))
+        np.save(sys.argv[2].replace(".npy", "_x.npy"), np.asarray(x))
+        out.update(n_iter=chosen, cv=cv, err=err, t_fwd=t_fwd, t_fwdbwd=t_fb,
+                   compile_fwd=first - t_fwd, compile_fwdbwd=first_bwd - t_fb)
+    print("PINET_RESULT " + json.dumps(out))
+    """
+)
+
+
+def _peer_python() -> str | None:
+    exe = os.environ.get("PINET_PYTHON", "/work/pinet-venv/bin/python")
+    if not pathlib.Path(exe).exists():
+        return None
+    ok = subprocess.run([exe, "-c", "import pinet"], capture_output=True, timeout=300)
+    return exe if ok.returncode == 0 else None
+
+
+def _osqp_projection(y, A, b, G, h):
+    import osqp
+    import scipy.sparse as sp
+
+    n = y.shape[0]
+    solver = osqp.OSQP()
+    solver.setup(
+        sp.eye(n, format="csc"),
+        -y,
+        sp.csc_matrix(np.vstack([A, G])),
+        np.concatenate([b, np.full(G.shape[0], -np.inf)]),
+        np.concatenate([b, h]),
+        eps_abs=1e-10,
+        eps_rel=1e-10,
+        max_iter=100000,
+        polishing=True,
+        verbose=False,
+    )
+    return solver.solve().x
+
+
+def _timed(fn, *args, repeat=1):
+    t0 = time.perf_counter()
+    out = jax.block_until_ready(fn(*args))
+    first = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for _ in range(repeat):
+        out = jax.block_until_ready(fn(*args))
+    t = (time.perf_counter() - t0) / repeat
+    return out, t, max(first - t, 0.0)
+
+
+def run_size(n, n_eq, n_ineq, batch, repeat, peer):
+    prob = dc3_simple_qp(jax.random.key(0), n, n_eq, n_ineq, num=batch)
+    A, G, h, X = (np.asarray(v) for v in (prob.A, prob.G, prob.h, prob.X))
+    Y = np.asarray(jax.random.normal(jax.random.key(1), (batch, n)))
+    W = np.asarray(jax.random.normal(jax.random.key(2), (batch, n)))
+    t0 = time.perf_counter()
+    poly = prob.polytope().factorize()
+    jax.block_until_ready(poly.factors.basis)
+    t_factor = time.perf_counter() - t0
+    Yj, Xj, Wj = jnp.asarray(Y), jnp.asarray(X), jnp.asarray(W)
+
+    # reference: ours at 1e-11, checked against polished OSQP on a few examples
+    ref_fn = jax.jit(lambda y, x: project(y, poly.update(b=x), tol=1e-11, steps=20000))
+    xref = np.asarray(ref_fn(Yj, Xj))
+    k_osqp = 4
+    t0 = time.perf_counter()
+    osqp_x = np.stack([_osqp_projection(Y[i], A, X[i], G, h) for i in range(k_osqp)])
+    t_osqp = (time.perf_counter() - t0) / k_osqp
+    ref_vs_osqp = float(np.abs(xref[:k_osqp] - osqp_x).max())
+
+    def quality(x):
+        x = np.asarray(x)
+        cv = max(np.abs(x @ A.T - X).max(), np.maximum(x @ G.T - h, 0).max())
+        return float(cv), float(np.abs(x - xref).max())
+
+    # ours: the loosest tol that meets the target on the whole batch
+    for tol in (1e-6, 3e-7, 1e-7, 3e-8, 1e-8, 1e-9):
+        fwd = jax.jit(
+            lambda y, x, tol=tol: project(
+                y, poly.update(b=x), tol=tol, steps=5000, return_info=True
+            )
+        )
+        (x, info), t_fwd, c_fwd = _timed(fwd, Yj, Xj, repeat=repeat)
+        cv, err = quality(x)
+        if cv <= TARGET and err <= TARGET:
+            break
+    steps = int(np.max(info.num_steps))
+    grad = jax.jit(
+        jax.grad(
+            lambda y, tol=tol: jnp.sum(Wj * project(y, poly.update(b=Xj), tol=tol, steps=5000))
+        )
+    )
+    g, t_fb, c_fb = _timed(grad, Yj, repeat=repeat)
+    g = np.asarray(g)
+    row = {
+        "size": f"{n}/{n_eq}/{n_ineq}",
+        "batch": batch,
+        "factor_s": t_factor,
+        "ours_tol": tol,
+        "ours_steps": steps,
+        "ours_cv": cv,
+        "ours_err": err,
+        "ours_fwd": t_fwd,
+        "ours_fb": t_fb,
+        "ours_compile": c_fwd + c_fb,
+        "ref_vs_osqp": ref_vs_osqp,
+        "osqp_per_instance": t_osqp,
+        "peer": None,
+    }
+    if peer is None:
+        return row
+    sigma = float(np.asarray(jax.jit(lambda: 0.3 / jnp.mean(poly.factors.d_c[:n] ** 2))()))
+    with tempfile.TemporaryDirectory() as tmp:
+        data = pathlib.Path(tmp) / "data.npz"
+        np.savez(
+            data,
+            A=A,
+            G=G,
+            h=h,
+            X=X,
+            Y=Y,
+            W=W,
+            xref=xref,
+            sigma=sigma / 2,
+            target=TARGET,
+            repeat=repeat,
+        )
+        script = pathlib.Path(tmp) / "peer.py"
+        script.write_text(PEER)
+        gpath = str(pathlib.Path(tmp) / "grad.npy")
+        env = dict(os.environ, JAX_PLATFORMS="cpu", PINET_RUNTIME_CHECK="0")
+        proc = subprocess.run(
+            [peer, str(script), str(data), gpath],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=3600,
+        )
+        line = [ln for ln in proc.stdout.splitlines() if ln.startswith("PINET_RESULT ")]
+        if proc.returncode != 0 or not line:
+            print(proc.stdout[-2000:], proc.stderr[-4000:], file=sys.stderr)
+            row["peer"] = {"error": f"pinet subprocess failed (rc {proc.returncode})"}
+            return row
+        res = json.loads(line[0].split(" ", 1)[1])
+        if res.get("n_iter") is not None:
+            gp = np.load(gpath)
+            xp = np.load(gpath.replace(".npy", "_x.npy"))
+            res["x_diff"] = float(np.abs(xp - np.asarray(x)).max())
+            res["grad_rel_diff"] = float(np.linalg.norm(gp - g) / np.linalg.norm(g))
+        row["peer"] = res
+    return row
+
+
+def _fmt(v, spec=".2e"):
+    return "n/a" if v is None else format(v, spec)
+
+
+def write_table(rows, path, peer_note):
+    lines = [
+        "# layers: Pinet projection, jaxsolve.layers.project vs pinet-hcnn",
+        "",
+        "DC3 simple-QP feasible sets, y ~ N(0, I), one right-hand side per example, float64, CPU",
+        "(2 shared cores; absolute times are noisy, ratios are measured in the same run).",
+        f"Each method gets the smallest budget reaching max |x - x_exact| <= {TARGET:g} and",
+        f"violation <= {TARGET:g} on the whole batch. fwd = projection; fwd+bwd = gradient of",
+        "sum(w * x) w.r.t. y (ours: implicit GMRES to 1e-10; pinet: implicit BiCGSTAB, 25 its).",
+        f"{peer_note}",
+        "",
+        "| size n/eq/ineq | batch | ours steps (tol) | ours err / cv | ours fwd s | ours fwd+bwd s |"
+        " pinet n_iter | pinet err / cv | pinet fwd s | pinet fwd+bwd s | fwd ratio ours/pinet |"
+        " fwd+bwd ratio | |x_ours - x_pinet| | grad rel diff |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        p = r["peer"] or {}
+        ok = "t_fwd" in p
+        lines.append(
+            f"| {r['size']} | {r['batch']} | {r['ours_steps']} ({r['ours_tol']:g}) | "
+            f"{r['ours_err']:.1e} / {r['ours_cv']:.1e} | {r['ours_fwd']:.3f} | {r['ours_fb']:.3f} | "
+            + (
+                f"{p['n_iter']} | {p['err']:.1e} / {p['cv']:.1e} | {p['t_fwd']:.3f} | "
+                f"{p['t_fwdbwd']:.3f} | {r['ours_fwd'] / p['t_fwd']:.2f} | "
+                f"{r['ours_fb'] / p['t_fwdbwd']:.2f} | {p['x_diff']:.1e} | {p['grad_rel_diff']:.1e} |"
+                if ok
+                else f"{p.get('error', 'not run')} | | | | | | | |"
+            )
+        )
+    lines += [
+        "",
+        "| size | factorization s (once) | ours compile s | pinet setup s | pinet compile fwd / fwd+bwd s |"
+        " reference vs polished OSQP | OSQP s / instance | OSQP s for the batch (extrapolated) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        p = r["peer"] or {}
+        lines.append(
+            f"| {r['size']} | {r['factor_s']:.2f} | {r['ours_compile']:.1f} | "
+            f"{_fmt(p.get('setup'), '.2f')} | {_fmt(p.get('compile_fwd'), '.1f')} / "
+            f"{_fmt(p.get('compile_fwdbwd'), '.1f')} | {r['ref_vs_osqp']:.1e} | "
+            f"{r['osqp_per_instance']:.3f} | {r['osqp_per_instance'] * r['batch']:.1f} |"
+        )
+    text = "\n".join(lines) + "\n"
+    path.write_text(text)
+    print(text)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small problem, batch 64 (CI)")
+    ap.add_argument("--no-peer", action="store_true", help="skip pinet-hcnn")
+    ap.add_argument("--out", default=str(ROOT / "results" / "layers.md"))
+    ns = ap.parse_args(argv)
+    peer = None if ns.no_peer else _peer_python()
+    if peer is None:
+        note = (
+            "pinet-hcnn not run: not installed (pip install pinet-hcnn into a separate venv, "
+            "set PINET_PYTHON); compared with OSQP only."
+        )
+        print(note)
+    else:
+        note = f"pinet-hcnn 0.2.0 run from {peer} in a subprocess (same data, same process tree)."
+    sizes = (
+        [(100, 50, 50, 64, 3)] if ns.quick else [(100, 50, 50, 1024, 3), (1000, 500, 500, 1024, 1)]
+    )
+    rows = []
+    for n, p, m, batch, repeat in sizes:
+        print(f"-- n={n} eq={p} ineq={m} batch={batch}", flush=True)
+        rows.append(run_size(n, p, m, batch, repeat, peer))
+    out = pathlib.Path(ns.out)
+    if ns.quick and out == ROOT / "results" / "layers.md" and out.exists():
+        out = out.with_name("layers_quick.md")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_table(rows, out, note)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,264 @@
+"""Pinet projection layer: forward vs OSQP, gradients vs finite differences and unrolling,
+infeasibility, batching, warm starts, float32, and the equinox layer in a training step."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxsolve import Status
+from jaxsolve.layers import Polytope, ProjectionLayer, dc3_simple_qp, factorize, project
+from tests.layers._ref import exact_projection
+
+N, P, M, B = 12, 3, 5, 6
+
+
+def _data(seed, batch=B, dtype=jnp.float64):
+    """A polytope with all three parts, feasible for every example, and points far from it."""
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((P, N))
+    C = rng.standard_normal((M, N))
+    xf = rng.standard_normal((batch, N))
+    b = xf @ A.T
+    l = xf @ C.T - rng.uniform(0.1, 1.0, (batch, M))
+    u = xf @ C.T + rng.uniform(0.1, 1.0, (batch, M))
+    l[:, 0] = -np.inf  # a one-sided row
+    lb = xf - rng.uniform(0.05, 0.5, (batch, N))
+    ub = xf + rng.uniform(0.05, 0.5, (batch, N))
+    ub[:, :3] = np.inf  # free above
+    y = xf + 2.0 * rng.standard_normal((batch, N))
+    cast = lambda v: jnp.asarray(v, dtype)
+    return dict(
+        A=cast(A), b=cast(b), C=cast(C), l=cast(l), u=cast(u), lb=cast(lb), ub=cast(ub)
+    ), cast(y)
+
+
+@pytest.fixture(scope="module")
+def problem():
+    data, y = _data(0)
+    poly = Polytope(**data).factorize()
+    refs = np.stack(
+        [
+            exact_projection(
+                y[i], **{k: (v if v.ndim == 2 and k in "AC" else v[i]) for k, v in data.items()}
+            )
+            for i in range(B)
+        ]
+    )
+    return data, y, poly, refs
+
+
+def test_forward_matches_exact_projection_float64(problem):
+    data, y, poly, refs = problem
+    x, info = project(y, poly, tol=1e-10, steps=20000, return_info=True)
+    assert x.shape == (B, N) and x.dtype == jnp.float64
+    assert np.all(np.asarray(info.status) == Status.SUCCESS), info.status
+    rel = np.linalg.norm(np.asarray(x) - refs, axis=1) / np.linalg.norm(refs, axis=1)
+    assert rel.max() <= 1e-6, rel
+    assert float(poly.violation(x).max()) <= 1e-6
+    # the projection is active on several constraints, so this is not a trivial case
+    assert np.sum(np.isclose(np.asarray(x), np.asarray(data["lb"]), atol=1e-7)) >= B
+    # and each point's violation is bounded by error * max(1, |(x, Cx)|_inf)
+    scale = np.maximum(1, np.maximum(np.abs(x).max(1), np.abs(x @ data["C"].T).max(1)))
+    assert np.all(np.asarray(poly.violation(x)) <= np.asarray(info.error) * scale + 1e-12)
+
+
+def test_dc3_family_matches_exact_projection():
+    prob = dc3_simple_qp(jax.random.key(3), 20, 8, 10, num=4)
+    poly = prob.polytope().factorize()
+    Y = 2.0 * jax.random.normal(jax.random.key(4), (4, 20))
+    x = project(Y, poly, tol=1e-10, steps=20000)
+    for i in range(4):
+        ref = exact_projection(Y[i], A=prob.A, b=prob.X[i], C=prob.G, u=prob.h)
+        assert np.linalg.norm(x[i] - ref) / np.linalg.norm(ref) <= 1e-6
+    assert float(poly.violation(x).max()) <= 1e-6
+
+
+def test_float32_keeps_dtype_and_violation(problem):
+    data, y, poly, refs = problem
+    poly32 = Polytope(**{k: v.astype(jnp.float32) for k, v in data.items()})
+    x, info = project(y.astype(jnp.float32), poly32, steps=3000, return_info=True)
+    assert x.dtype == jnp.float32 and info.s.dtype == jnp.float32
+    assert np.all(np.asarray(info.status) == Status.SUCCESS), info.status
+    viol = poly.violation(np.asarray(x, np.float64))
+    assert float(viol.max()) <= 1e-5, viol
+    assert np.abs(np.asarray(x, np.float64) - refs).max() <= 1e-4
+
+
+def _loss(theta, poly, w, **kw):
+    y, b, l, u, lb, ub = theta
+    x = project(y, poly.update(b=b, l=l, u=u, lb=lb, ub=ub), **kw)
+    return jnp.vdot(w, x)
+
+
+def test_vjp_matches_finite_differences_and_unrolled(problem):
+    data, y, poly, _ = problem
+    one = poly.update(**{k: data[k][0] for k in ("b", "l", "u", "lb", "ub")})
+    theta = (y[0], *(data[k][0] for k in ("b", "l", "u", "lb", "ub")))
+    w = jax.random.normal(jax.random.key(7), (N,))
+    implicit = jax.grad(lambda t: _loss(t, one, w, tol=1e-13, steps=20000))(theta)
+    unrolled = jax.grad(lambda t: _loss(t, one, w, steps=600, backward="unroll"))(theta)
+    names = ("y", "b", "l", "u", "lb", "ub")
+    f = jax.jit(lambda t: _loss(t, one, w, tol=1e-13, steps=20000))
+    nonzero = 0
+    for i, name in enumerate(names):
+        d = jax.random.normal(jax.random.key(10 + i), theta[i].shape)
+        d = jnp.where(jnp.isfinite(theta[i]), d, 0.0)
+        eps = 1e-6
+        tp = tuple(t + eps * d if j == i else t for j, t in enumerate(theta))
+        tm = tuple(t - eps * d if j == i else t for j, t in enumerate(theta))
+        fd = (float(f(tp)) - float(f(tm))) / (2 * eps)
+        gi = float(jnp.vdot(implicit[i], d))
+        gu = float(jnp.vdot(unrolled[i], d))
+        scale = max(1.0, abs(fd))
+        assert abs(gi - fd) <= 1e-5 * scale, (name, gi, fd)
+        assert abs(gi - gu) <= 1e-5 * scale, (name, gi, gu)
+        nonzero += abs(fd) > 1e-3
+    assert nonzero >= 5  # the constraint data really moves the projection
+    assert all(bool(jnp.all(jnp.isfinite(g))) for g in implicit)
+
+
+@pytest.mark.parametrize("backward", ["fixed_point", "bicgstab"])
+def test_other_backward_solvers(problem, backward):
+    data, y, poly, _ = problem
+    w = jax.random.normal(jax.random.key(8), (B, N))
+    g_ref = jax.grad(lambda yy: jnp.vdot(w, project(yy, poly, tol=1e-12, steps=20000)))(y)
+    g = jax.grad(
+        lambda yy: jnp.vdot(
+            w, project(yy, poly, tol=1e-12, steps=20000, backward=backward, backward_steps=2000)
+        )
+    )(y)
+    np.testing.assert_allclose(np.asarray(g), np.asarray(g_ref), atol=1e-7)
+
+
+def _mixed_batch(dtype):
+    """One structure, seven lanes: feasible, touching, and four kinds of empty sets."""
+    inf = np.inf
+    A = [[1.0, 1, 0, 0, 0], [2, 2, 0, 0, 0]]  # rank 1
+    C = [[0.0, 1, 0, 0, 0], [1, 0, 0, 0, 0]]
+    box = ([0.0] * 5, [1.0] * 5)
+    free = ([-inf] * 5, [inf] * 5)
+    lanes = [  # (b, l, u, (lb, ub), expected status)
+        ([1, 2], [-inf, -inf], [inf, inf], box, Status.SUCCESS),
+        ([3, 6], [-inf, -inf], [inf, inf], box, Status.INFEASIBLE),  # x1 + x2 = 3 vs box
+        ([1, 3], [-inf, -inf], [inf, inf], box, Status.INFEASIBLE),  # inconsistent Ax = b
+        ([1, 2], [-inf, 2], [inf, inf], box, Status.INFEASIBLE),  # x1 >= 2 vs box
+        ([1.5, 3], [-inf, -inf], [0.5, 0.5], free, Status.INFEASIBLE),  # x1 + x2 = 1.5 vs Cx <= .5
+        ([2, 4], [-inf, -inf], [inf, inf], box, Status.SUCCESS),  # touches a vertex of the box
+        ([1, 2], [-inf, -inf], [0.5, 0.5], free, Status.SUCCESS),  # touches the inequalities
+    ]
+    arr = lambda i: jnp.asarray([lane[i] for lane in lanes], dtype)
+    poly = Polytope(
+        A=jnp.asarray(A, dtype),
+        b=arr(0),
+        C=jnp.asarray(C, dtype),
+        l=arr(1),
+        u=arr(2),
+        lb=jnp.asarray([lane[3][0] for lane in lanes], dtype),
+        ub=jnp.asarray([lane[3][1] for lane in lanes], dtype),
+    )
+    return poly, [lane[4] for lane in lanes]
+
+
+@pytest.mark.parametrize("dtype", [jnp.float64, jnp.float32])
+def test_infeasible_polytopes_are_reported_not_iterated(dtype):
+    poly, expected = _mixed_batch(dtype)
+    y = jax.random.normal(jax.random.key(0), (len(expected), 5), dtype)
+    x, info = project(y, poly, steps=5000, return_info=True)
+    assert list(np.asarray(info.status)) == [int(e) for e in expected]
+    infeasible = np.asarray(expected) == Status.INFEASIBLE
+    assert np.asarray(info.num_steps)[infeasible].max() < 500  # detected, not run to 5000
+    viol = np.asarray(poly.violation(x))
+    assert viol[~infeasible].max() <= (1e-7 if dtype == jnp.float64 else 1e-5)
+    assert viol[infeasible].min() >= 0.1  # an empty set: no point satisfies it
+
+
+def test_broadcasting_matches_single_projections(problem):
+    data, y, poly, _ = problem
+    # y: (2, 3, n) against b: (3, p) (the other data unbatched)
+    shared = {k: data[k][0] for k in ("l", "u", "lb", "ub")}
+    base = poly.update(b=data["b"][:3], **shared)
+    Y = jnp.stack([y[:3], y[3:6]])
+    x = project(Y, base, tol=1e-11, steps=20000)
+    assert x.shape == (2, 3, N)
+    for i in range(2):
+        for j in range(3):
+            single = project(Y[i, j], base.update(b=data["b"][j]), tol=1e-11, steps=20000)
+            np.testing.assert_allclose(np.asarray(x[i, j]), np.asarray(single), atol=1e-12)
+
+
+def test_warm_start_reuses_the_governing_sequence(problem):
+    data, y, poly, _ = problem
+    x, info = project(y, poly, tol=1e-10, steps=20000, return_info=True)
+    x2, info2 = project(y, poly, tol=1e-10, steps=20000, warm=info.s, return_info=True)
+    assert int(np.max(info2.num_steps)) <= 2
+    np.testing.assert_allclose(np.asarray(x2), np.asarray(x), atol=1e-9)
+    y3 = y + 1e-3 * jax.random.normal(jax.random.key(5), y.shape)
+    _, cold = project(y3, poly, tol=1e-10, steps=20000, return_info=True)
+    _, warm = project(y3, poly, tol=1e-10, steps=20000, warm=info.s, return_info=True)
+    assert int(np.sum(warm.num_steps)) < int(np.sum(cold.num_steps))
+
+
+def test_nan_input_is_nonfinite_not_success(problem):
+    data, y, poly, _ = problem
+    x, info = project(y.at[1, 2].set(jnp.nan), poly, return_info=True)
+    st = np.asarray(info.status)
+    assert st[1] == Status.NONFINITE and np.all(st[[0, 2, 3, 4, 5]] == Status.SUCCESS)
+
+
+def test_projector_forms_agree():
+    """Null-space, row-space and dense (traced A) forms are the same projector onto ker M."""
+    rng = np.random.default_rng(2)
+    for p, m, mode in ((6, 3, "null"), (1, 2, "range")):
+        A, C = jnp.asarray(rng.standard_normal((p, 10))), jnp.asarray(rng.standard_normal((m, 10)))
+        f = factorize(A, C)
+        dense = jax.jit(factorize)(A, C)
+        assert f.mode == mode and dense.mode == "dense"
+        M = jnp.block([[A, jnp.zeros((p, m))], [C, -jnp.eye(m)]])
+        v = jnp.asarray(rng.standard_normal(10 + m))
+        pv = f.proj_null(v)
+        np.testing.assert_allclose(np.asarray(dense.proj_null(v)), np.asarray(pv), atol=1e-12)
+        np.testing.assert_allclose(np.asarray(f.proj_null(pv)), np.asarray(pv), atol=1e-12)
+        # P v lies in ker(M D_c), and v - P v is orthogonal to it
+        assert float(jnp.abs(M @ (f.d_c * pv)).max()) <= 1e-10
+        assert abs(float(jnp.dot(v - pv, pv))) <= 1e-10
+        # the offset q solves the scaled affine system: M D_c q = (b, 0)
+        b = jnp.asarray(rng.standard_normal(p))
+        q = f.offset(b)
+        np.testing.assert_allclose(
+            np.asarray(M @ (f.d_c * q)), np.concatenate([b, np.zeros(m)]), atol=1e-10
+        )
+        np.testing.assert_allclose(np.asarray(dense.offset(b)), np.asarray(q), atol=1e-12)
+
+
+def test_projection_layer_in_a_jitted_training_step(problem):
+    data, y, poly, _ = problem
+    key = jax.random.key(0)
+    mlp = eqx.nn.MLP(P, N, 16, 2, key=key)
+    layer = ProjectionLayer(poly, tol=1e-9)
+    rhs = {k: data[k] for k in ("l", "u", "lb", "ub")}
+    target = jnp.asarray(np.asarray(y))
+
+    @eqx.filter_jit
+    def step(mlp, b):
+        def loss(mlp):
+            x = layer(jax.vmap(mlp)(b), b=b, **rhs)
+            return jnp.mean((x - target) ** 2), x
+
+        (val, x), g = eqx.filter_value_and_grad(loss, has_aux=True)(mlp)
+        return val, x, g
+
+    val, x, g = step(mlp, data["b"])
+    leaves = jax.tree.leaves(eqx.filter(g, eqx.is_array))
+    assert all(bool(jnp.all(jnp.isfinite(v))) for v in leaves)
+    assert sum(float(jnp.abs(v).sum()) for v in leaves) > 0
+    viol = poly.violation(x)
+    assert float(viol.max()) <= 1e-7
+    # gradient of the MLP through the layer equals the unrolled one
+    unrolled = ProjectionLayer(layer.polytope, steps=2000, backward="unroll")
+    g_u = eqx.filter_grad(
+        lambda m: jnp.mean((unrolled(jax.vmap(m)(data["b"]), b=data["b"], **rhs) - target) ** 2)
+    )(mlp)
+    for a, c in zip(leaves, jax.tree.leaves(eqx.filter(g_u, eqx.is_array)), strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(c), rtol=1e-5, atol=1e-8)
