@@ -286,3 +286,26 @@ def test_stepsize_change_does_not_recompile():
             max_steps=5,
         )
     assert driver._solve_while._cache_size() == size
+
+
+def test_pytree_iterate_and_float32():
+    """x may be any pytree; the projection handles it; float32 in gives float32 out."""
+    c1 = jnp.array([0.5, 0.2, -0.3])
+    c2 = jnp.array([2.0, -1.0])
+
+    def f(x, _):
+        return jnp.sum((x["a"] - c1) ** 2) + jnp.sum((x["b"] - c2) ** 2)
+
+    def proj(x):
+        return {"a": P.simplex(x["a"]), "b": P.box(x["b"], 0.0, 1.0)}
+
+    x0 = {"a": jnp.zeros(3), "b": jnp.zeros(2)}
+    sol = jaxsolve.solve(projected_gradient(f, proj), x0, None, tol=1e-10)
+    assert int(sol.status) == Status.SUCCESS
+    np.testing.assert_allclose(sol.x["a"], [0.65, 0.35, 0.0], atol=1e-10)
+    np.testing.assert_allclose(sol.x["b"], [1.0, 0.0], atol=1e-10)
+    x32 = jax.tree.map(lambda v: v.astype(jnp.float32), x0)
+    sol32 = jaxsolve.solve(projected_gradient(f, proj), x32, None)
+    assert int(sol32.status) == Status.SUCCESS
+    assert sol32.x["a"].dtype == jnp.float32 and sol32.error.dtype == jnp.float32
+    np.testing.assert_allclose(sol32.x["a"], [0.65, 0.35, 0.0], atol=1e-4)
