@@ -39,35 +39,35 @@ def _flat_residual(residual_fn, unravel, args):
 def gn_precondition(J, u, mu, *, scale=1.0, form="auto"):
     r"""Return :math:`(c\,J^\top J + \mu I)^{-1} u` for a dense Jacobian ``J`` (m x n).
 
-    ``form="primal"`` diagonalizes the n x n matrix :math:`cJ^\top J`; ``"kernel"``
-    diagonalizes the m x m NTK Gram matrix :math:`K = JJ^\top` and uses
+    ``form="primal"`` solves the n x n system; ``"kernel"`` works with the m x m NTK
+    Gram matrix :math:`K = JJ^\top` (cheaper when m < n), using
 
-    .. math:: (cJ^\top J + \mu I)^{-1} u = J^\top U \operatorname{diag}\Big(\frac{1}{s_i(cs_i+\mu)}\Big) U^\top J u
-              + \frac{1}{\mu}\big(u - J^\top U\operatorname{diag}(1/s_i)U^\top J u\big),
+    .. math:: (cJ^\top J + \mu I)^{-1} u = J^\top (cK + \mu I)^{-1} K^{-1} J u
+              + \frac{1}{\mu}\big(u - J^\top K^{-1} J u\big),
 
     the second term (the part of ``u`` outside the row space of ``J``) only when
-    :math:`\mu > 0`. ``"auto"`` picks the smaller matrix. With :math:`\mu = 0` both are
-    pseudo-inverses (eigenvalues below ``n * eps * max`` are dropped): the
-    minimum-norm Gauss-Newton step.
+    :math:`\mu > 0`. ``"auto"`` picks the smaller system. With :math:`\mu = 0` a ridge of
+    ``dim * eps * max(diag)`` replaces it, which gives the minimum-norm Gauss-Newton
+    step (the pseudo-inverse) up to that relative level, provided the Gram matrix in
+    use is nonsingular (``"auto"`` ensures it for a full-rank ``J``). LU solves: on CPU they are
+    much faster than an eigendecomposition for these sizes.
     """
     m, n = J.shape
     dtype = J.dtype
     if form == "auto":
         form = "kernel" if m < n else "primal"
-    tiny = jnp.finfo(dtype).eps * max(m, n)
+    eps = jnp.finfo(dtype).eps
+    mu = jnp.asarray(mu, dtype)
     if form == "primal":
-        s, V = jnp.linalg.eigh(scale * (J.T @ J))
-        keep = s > tiny * jnp.max(jnp.abs(s))
-        d = s + mu
-        inv = jnp.where(keep | (mu > 0), 1.0 / jnp.where(d > 0, d, 1.0), 0.0)
-        return V @ (inv * (V.T @ u))
-    s, U = jnp.linalg.eigh(J @ J.T)
-    keep = s > tiny * jnp.max(jnp.abs(s))
-    s_safe = jnp.where(keep, s, 1.0)
-    Ju = U.T @ (J @ u)
-    inrow = J.T @ (U @ jnp.where(keep, Ju / s_safe, 0.0))  # projection of u on row(J)
-    main = J.T @ (U @ jnp.where(keep, Ju / (s_safe * (scale * s_safe + mu)), 0.0))
-    rest = jnp.where(mu > 0, (u - inrow) / jnp.where(mu > 0, mu, 1.0), 0.0)
+        G = scale * (J.T @ J)
+        ridge = n * eps * jnp.max(jnp.abs(jnp.diag(G)))
+        return jnp.linalg.solve(G + jnp.where(mu > 0, mu, ridge) * jnp.eye(n, dtype=dtype), u)
+    K = J @ J.T
+    eye = jnp.eye(m, dtype=dtype)
+    ridge = m * eps * jnp.max(jnp.abs(jnp.diag(K)))
+    a = jnp.linalg.solve(K + ridge * eye, J @ u)  # K^-1 J u
+    main = J.T @ jnp.linalg.solve(scale * K + jnp.where(mu > 0, mu, scale * ridge) * eye, a)
+    rest = jnp.where(mu > 0, (u - J.T @ a) / jnp.where(mu > 0, mu, 1.0), 0.0)
     return main + rest
 
 
@@ -195,7 +195,7 @@ def gauss_newton(
 
     ``x`` may be any pytree (e.g. ``eqx.filter(model, eqx.is_array)``); ``residual_fn(x,
     args)`` returns an array of residuals (any shape; raveled). ``linear_solver="dense"``
-    forms :math:`J` and diagonalizes the smaller of :math:`J^\top J` and :math:`JJ^\top`
+    forms :math:`J` and solves with the smaller of :math:`J^\top J` and :math:`JJ^\top`
     (``form="auto"``; the NTK form when there are fewer residuals than parameters);
     ``"cg"`` is matrix-free CG with Jacobian-vector products.
 
@@ -273,8 +273,7 @@ def scale_by_gauss_newton(
         residual_fn: ``residual_fn(params, batch) -> residuals``.
         damping: :math:`\mu \ge 0` (``optax.inject_hyperparams`` can schedule it).
         scale: :math:`c` (default ``1/m`` with ``m`` the number of residuals).
-        linear_solver: ``"dense"`` (Jacobian + eigendecomposition of the smaller Gram
-            matrix) or ``"cg"`` (matrix-free; needs ``damping > 0`` or a full-rank J).
+        linear_solver: ``"dense"`` (Jacobian + a solve with the smaller Gram matrix) or ``"cg"`` (matrix-free; needs ``damping > 0`` or a full-rank J).
 
     Returns:
         An ``optax.GradientTransformationExtraArgs``; ``update`` needs ``params`` and
