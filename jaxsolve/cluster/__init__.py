@@ -1,13 +1,17 @@
-"""Clustering on manifolds: K-means by cubic-regularized Riemannian Newton (paper 12)."""
+"""Clustering on manifolds: K-means by cubic-regularized Riemannian Newton (paper 12), Ratio Cut on the RIM manifold (paper 14)."""
 
 from jaxsolve.cluster._problem import feasible_point, kmeans_manifold, lift, prepare_data
 from jaxsolve.cluster.centred_sphere import CentredSphere
 from jaxsolve.cluster.kmeans import kmeans
 from jaxsolve.cluster.kmeans_newton import kmeans_newton
 from jaxsolve.cluster.nlr import nlr, nlr_start
+from jaxsolve.cluster.ratio_cut import laplacian, ratio_cut, ratio_cut_cost
 
 __all__ = [
     "CentredSphere",
+    "laplacian",
+    "ratio_cut",
+    "ratio_cut_cost",
     "feasible_point",
     "kmeans",
     "kmeans_manifold",

@@ -62,6 +62,7 @@ class NewtonState(NamedTuple):
     value: jax.Array  # f(V, Q)
     grad: tuple  # Euclidean gradient (G_V, G_Q)
     sigma: jax.Array  # cubic regularization weight
+    mu: jax.Array  # current barrier weight (continuation down to hp["mu"])
 
 
 class NewtonInfo(NamedTuple):
@@ -103,12 +104,13 @@ def _rgrad(x, g, basis):
 
 
 def _init(x0, args, *, hp, max_inner):  # noqa: ARG001
-    mu = hp["mu"].astype(x0[0].dtype)
+    dt = x0[0].dtype
+    mu = jnp.maximum(hp["mu"].astype(dt), hp["mu_start"].astype(dt))
     f, g = _value_and_grad(x0, args, mu)
     basis = skew_basis(x0[1].shape[0], x0[0].dtype)
     xi, om = _rgrad(x0, g, basis)
     err = jnp.sqrt(jnp.sum(xi * xi) + jnp.sum(om * om))
-    err = jnp.where(jnp.isfinite(f), err, jnp.inf)
+    err = jnp.where(jnp.isfinite(f), err, jnp.inf) + (mu - hp["mu"].astype(dt))
     return NewtonState(
         x=x0,
         iter_num=jnp.int32(0),
@@ -116,7 +118,8 @@ def _init(x0, args, *, hp, max_inner):  # noqa: ARG001
         status=jnp.int32(Status.SUCCESS),
         value=f,
         grad=g,
-        sigma=hp["sigma0"].astype(x0[0].dtype),
+        sigma=hp["sigma0"].astype(dt),
+        mu=mu,
     )
 
 
@@ -217,6 +220,40 @@ def _factor(st, lam):
     return ok, solve
 
 
+def _horizontal(v, xi, om, basis):
+    r"""Remove the vertical part of a step (the symmetry of the lift).
+
+    ``phi([1, V R] diag(1, R^T) Q) = phi(V, Q)`` for ``R`` in ``O_{r-1}``: the cost is constant
+    along the directions ``(V A, -diag(0, A) Q)``, ``A`` skew, so the Hessian is singular
+    there at critical points and a Newton step may carry a large, useless vertical part
+    whose retraction error spoils the model. We project the step onto their orthogonal
+    complement (the horizontal space of the quotient; ``O(n r^3)``).
+    """
+    r = basis.shape[1]
+    dt = v.dtype
+    small = skew_basis(r - 1, dt)
+    if small.shape[0] == 0:
+        return xi, om
+    big = jnp.zeros((small.shape[0], r, r), dt).at[:, 1:, 1:].set(-small)
+    xis = jnp.einsum("ia,kab->kib", v, small)  # V A_k
+    cs = jnp.einsum("kab,lab->kl", big, basis)  # omega coordinates of -diag(0, A_k)
+    gram = jnp.einsum("kia,lia->kl", xis, xis) + cs @ cs.T
+    rhs = jnp.einsum("kia,ia->k", xis, xi) + cs @ om
+    coef = jnp.linalg.solve(gram, rhs)
+    return xi - jnp.einsum("k,kia->ia", coef, xis), om - coef @ cs
+
+
+def _quadratic_form(x, g, data, mu, xi, omega):
+    """``<p, Hess f(x)[p]>`` for ``p = (Xi, Omega Q)`` (one forward-over-reverse product)."""
+    v, q = x
+    gv, gq = g
+    pq = omega @ q
+    hv, hq = jax.jvp(lambda z: jax.grad(barrier_cost)(z, data, mu), (x,), ((xi, pq),))[1]
+    c_v = jnp.sum(v * gv) / jnp.sum(v * v)
+    sym_s = 0.5 * (q.T @ gq + gq.T @ q)
+    return jnp.sum(xi * hv) + jnp.sum(pq * hq) - c_v * jnp.sum(xi * xi) - jnp.sum(pq * (pq @ sym_s))
+
+
 class _Search(NamedTuple):
     lam: jax.Array
     lo: jax.Array
@@ -289,7 +326,7 @@ def _step(state, args, *, hp, max_inner):
     x = state.x
     v, q = x
     dt = v.dtype
-    mu = hp["mu"].astype(dt)
+    mu = state.mu
     sigma = state.sigma
     n, r = v.shape[0], q.shape[0]
     basis = skew_basis(r, dt)
@@ -303,6 +340,7 @@ def _step(state, args, *, hp, max_inner):
     xi, om, lam, found, inner = _cubic_subproblem(
         st, g[0], g_om, gnorm, sigma, max_inner, hp["inner_rtol"].astype(dt)
     )
+    xi, om = _horizontal(v, xi, om, basis)
     omega = jnp.einsum("k,kab->ab", om, basis)
     # Fraction to the boundary (interior-point safeguard, our addition to ARC): shorten
     # the step to t p so that the linearized lift U + t dU keeps ``tau`` of each entry,
@@ -333,9 +371,8 @@ def _step(state, args, *, hp, max_inner):
 
     gp = jnp.sum(gxi * xi) + jnp.sum(g_om * om)
     pp = jnp.sum(xi * xi) + jnp.sum(om * om)
-    # <g, tp> + t^2/2 <p, H p> on the tangent space, with <p, H p> = -<g, p> - lam ||p||^2.
-    # (gp, pp are those of the shortened step t p).
-    model = gp - 0.5 * (t * gp + lam * pp)
+    # The quadratic model of the step actually taken (horizontal, shortened): one HVP.
+    model = gp + 0.5 * _quadratic_form(x, g, args, mu, xi, jnp.einsum("k,kab->ab", om, basis))
     reg = 1e3 * jnp.finfo(dt).eps * jnp.maximum(1.0, jnp.abs(state.value))
     rho = (state.value - f_new + reg) / (-model + reg)
     accept = found & jnp.isfinite(f_new) & (rho >= hp["eta1"].astype(dt)) & (model < 0)
@@ -358,6 +395,21 @@ def _step(state, args, *, hp, max_inner):
     f_out = jnp.where(accept, f_new, state.value)
     gxi2, g_om2 = _rgrad(x_out, g_out, basis)
     err = jnp.sqrt(jnp.sum(gxi2 * gxi2) + jnp.sum(g_om2 * g_om2))
+    # Continuation (path following): once the iterate is centred for the current mu
+    # (||grad|| <= centrality * mu), lower mu by mu_factor, down to the target.
+    target = hp["mu"].astype(dt)
+    centred = err <= hp["centrality"].astype(dt) * mu
+    mu_next = jnp.where(
+        centred & (mu > target), jnp.maximum(target, hp["mu_factor"].astype(dt) * mu), mu
+    )
+    # The data term does not depend on mu: rescale the barrier part of f and of G.
+    data_v = -jnp.sum((args.T @ x_out[0]) ** 2)
+    gdata = -2.0 * args @ (args.T @ x_out[0])
+    scale = mu_next / mu
+    f_out = data_v + scale * (f_out - data_v)
+    g_out = ((g_out[0] - gdata) * scale + gdata, g_out[1] * scale)
+    gxi2, g_om2 = _rgrad(x_out, g_out, basis)
+    err = jnp.sqrt(jnp.sum(gxi2 * gxi2) + jnp.sum(g_om2 * g_om2)) + (mu_next - target)
     # A NaN in the data or the iterate must surface: it propagates into err.
     err = jnp.where(jnp.isfinite(f_out), err, jnp.nan)
     new = NewtonState(
@@ -368,6 +420,7 @@ def _step(state, args, *, hp, max_inner):
         value=f_out,
         grad=g_out,
         sigma=sigma,
+        mu=mu_next,
     )
     return new, NewtonInfo(rho, lam, accept, inner, t)
 
@@ -382,6 +435,9 @@ def kmeans_newton(
     inner_rtol: float = 1e-3,
     max_inner: int = 40,
     tau: float = 0.9,
+    mu_start: float = 1.0,
+    mu_factor: float = 0.2,
+    centrality: float = 1.0,
 ):
     r"""Cubic-regularized Riemannian Newton (ARC) for the log-barrier K-means problem.
 
@@ -402,6 +458,11 @@ def kmeans_newton(
             (Manopt's ARC: 0.1 and 0.9; ``sigma`` shrinks by 10 or doubles).
         inner_rtol: relative accuracy of the secular equation ``lam = sigma ||p||``.
         max_inner: static cap on the bisection/Newton iterations on ``lam`` per step.
+        mu_start, mu_factor, centrality: barrier continuation (our addition, a standard
+            path-following scheme): start at ``max(mu, mu_start)`` and multiply the barrier
+            weight by ``mu_factor`` whenever ``||grad|| <= centrality * mu_current``, down
+            to ``mu``. ``mu_start <= mu`` gives the paper's fixed barrier. ``error`` adds
+            ``mu_current - mu`` so the solve cannot stop before reaching the target.
         tau: fraction to the boundary: a step is shortened so that the linearized lift
             keeps at least ``1 - tau`` of every entry of ``U`` (interior-point safeguard).
     """
@@ -413,5 +474,8 @@ def kmeans_newton(
         "eta2": eta2,
         "inner_rtol": inner_rtol,
         "tau": tau,
+        "mu_start": mu_start,
+        "mu_factor": mu_factor,
+        "centrality": centrality,
     }
     return make_solver(_init, _step, hp=hp, max_inner=int(max_inner))

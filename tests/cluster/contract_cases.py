@@ -1,0 +1,70 @@
+"""Contract cases of the cluster family (solver modules: kmeans_newton, nlr)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxsolve.cluster import feasible_point, kmeans_newton, lift, nlr, nlr_start, prepare_data
+from jaxsolve.testing import SolverCase
+from tests.cluster._data import mixture
+
+N, D, K = 12, 2, 2
+
+
+def _problem(key, dtype, start):
+    seed = int(jax.random.randint(key, (), 0, 2**30))
+    x, _ = mixture(seed, n=N, d=D, k=K, gap=12.0)
+    data, _ = prepare_data(jnp.asarray(x, dtype))
+    return start(key, dtype), data
+
+
+def _z_reference(data):
+    """The cluster matrix of the true partition (the SDP's solution for separated data)."""
+    from sklearn.cluster import KMeans
+
+    lab = KMeans(K, n_init=10, random_state=0).fit(np.asarray(data, np.float64)).labels_
+    oh = np.eye(K)[lab]
+    return (oh / oh.sum(0)) @ oh.T
+
+
+def _nan(data):
+    return data.at[0, 0].set(jnp.nan)
+
+
+def _bad_mu():
+    return kmeans_newton(mu=-1.0).init(None, None)
+
+
+CASES = [
+    SolverCase(
+        name="cluster.kmeans_newton",
+        make_solver=lambda **hp: kmeans_newton(**{"mu": 1e-2, **hp}),
+        make_problem=lambda key, dt: _problem(
+            key, dt, lambda k, d: feasible_point(k, N, K, K + 1, d)
+        ),
+        reference=_z_reference,
+        compare=lambda x: lift(*x) @ lift(*x).T,
+        tol=1e-6,
+        max_steps=300,
+        accuracy=1e-2,  # the barrier (mu = 1e-2) biases Z by ~5e-3; a wrong partition is O(1) off
+        hyper_variants=({"mu": 1e-2}, {"mu": 2e-2, "sigma0": 2.0}),
+        vmap_rtol=1e-7,
+        nan_args=_nan,
+        float32_tol=1e-3,
+        float32_must_succeed=False,
+    ),
+    SolverCase(
+        name="cluster.nlr",
+        make_solver=lambda **hp: nlr(**hp),
+        make_problem=lambda key, dt: _problem(key, dt, lambda k, d: nlr_start(k, N, K, 2 * K, d)),
+        reference=_z_reference,
+        compare=lambda u: u @ u.T,
+        tol=1e-8,
+        max_steps=20000,
+        accuracy=1e-5,
+        hyper_variants=({"alpha": 0.5}, {"alpha": 0.4, "beta": 8.0}),
+        nan_args=_nan,
+        float32_tol=1e-4,
+        float32_must_succeed=False,
+    ),
+]

@@ -1,0 +1,197 @@
+"""K-means by cubic-regularized Riemannian Newton (paper 12) and the NLR baseline.
+
+References in the same process: scikit-learn ``KMeans(n_init=10)`` (objective, ARI),
+the toolbox's dense Riemannian Hessian (``hessian_spectrum``) for the structured
+subproblem. The default tests share one problem shape (150 x 4, K = 3: a mixture and
+iris) so that the Newton solver compiles once.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from sklearn.cluster import KMeans
+from sklearn.metrics import adjusted_rand_score
+
+from jaxsolve.cluster import (
+    feasible_point,
+    kmeans,
+    kmeans_manifold,
+    kmeans_newton,
+    lift,
+    prepare_data,
+)
+from jaxsolve.cluster._problem import skew_basis
+from jaxsolve.cluster.kmeans_newton import _factor, _rgrad, _structure, barrier_cost
+from jaxsolve.core import Status
+from jaxsolve.manifolds import hessian_spectrum
+from tests.cluster._data import mixture
+
+
+def _inertia(x, labels):
+    x = np.asarray(x)
+    labels = np.asarray(labels)
+    return sum(((x[labels == k] - x[labels == k].mean(0)) ** 2).sum() for k in np.unique(labels))
+
+
+def _standardized(name):
+    from sklearn import datasets
+    from sklearn.preprocessing import StandardScaler
+
+    x, y = getattr(datasets, f"load_{name}")(return_X_y=True)
+    return StandardScaler().fit_transform(x), y
+
+
+@pytest.fixture(scope="module")
+def gmm_run():
+    x, y = mixture(0)
+    labels, centers, sol = kmeans(x, 3, key=jax.random.key(0))
+    return x, y, labels, centers, sol
+
+
+def test_mixture_exact_recovery_and_feasibility(gmm_run):
+    x, y, labels, centers, sol = gmm_run
+    assert int(sol.status) == Status.SUCCESS
+    assert adjusted_rand_score(y, np.asarray(labels)) == 1.0
+    v, q = sol.x
+    u = lift(v, q)
+    assert float(jnp.min(u)) > 0  # strictly feasible: the barrier never saw U <= 0
+    assert float(kmeans_manifold(150, 3, 4).residual(sol.x)) < 1e-10
+    assert np.allclose(np.asarray(u @ (u.T @ jnp.ones(150))), 1.0, atol=1e-10)  # Z 1 = 1
+    assert abs(float(jnp.sum(u * u)) - 3.0) < 1e-10  # tr Z = K
+    km = KMeans(3, n_init=10, random_state=0).fit(x)
+    assert _inertia(x, labels) <= km.inertia_ * (1 + 1e-9)
+    np.testing.assert_allclose(
+        np.sort(np.asarray(centers), axis=0), np.sort(km.cluster_centers_, axis=0), atol=1e-9
+    )
+
+
+def test_relaxation_rounding_alone_recovers(gmm_run):
+    """Without the Lloyd polish, the rounding of Z = U U^T alone gives the clusters."""
+    x, y, _, _, sol = gmm_run
+    labels, _, sol2 = kmeans(x, 3, key=jax.random.key(0), polish=0)
+    assert adjusted_rand_score(y, np.asarray(labels)) == 1.0
+    assert int(sol2.num_steps) == int(sol.num_steps)
+
+
+def test_iris_vs_sklearn():
+    x, y = _standardized("iris")
+    labels, _, sol = kmeans(x, 3, key=jax.random.key(0))
+    assert int(sol.status) == Status.SUCCESS
+    km = KMeans(3, n_init=10, random_state=0).fit(x)
+    assert _inertia(x, labels) <= 1.02 * km.inertia_
+    assert adjusted_rand_score(y, labels) >= adjusted_rand_score(y, km.labels_) - 0.03
+
+
+def test_nlr_baseline_agrees():
+    x, y = mixture(0)
+    labels, _, sol = kmeans(x, 3, key=jax.random.key(1), method="nlr")
+    assert int(sol.status) == Status.SUCCESS
+    assert adjusted_rand_score(y, np.asarray(labels)) == 1.0
+    u = sol.x
+    assert float(jnp.min(u)) >= 0
+    assert float(jnp.max(jnp.abs(u @ (u.T @ jnp.ones(150)) - 1))) < 1e-4
+
+
+def test_structured_subproblem_matches_dense_hessian():
+    """The linear-time KKT solve equals the toolbox's Riemannian Hessian, and its inertia
+    test (Cholesky of the reduced Schur complement) brackets -lambda_min exactly."""
+    n, k, r = 12, 3, 4
+    x_data, _ = mixture(3, n=n, d=2, k=k, gap=6.0)
+    data, _ = prepare_data(jnp.asarray(x_data))
+    x = feasible_point(jax.random.key(2), n, k, r)
+    mu = jnp.asarray(0.05)
+    man = kmeans_manifold(n, k, r)
+    _, g = jax.value_and_grad(barrier_cost)(x, data, mu)
+    basis = skew_basis(r, jnp.float64)
+    st = jax.jit(_structure)(x, g, data, mu, basis)
+    _, g_om = _rgrad(x, g, basis)
+
+    @jax.jit
+    def kkt(lam):
+        ok, lin_solve = _factor(st, lam)
+        return ok, lin_solve(g[0], g_om)
+
+    ev = hessian_spectrum(lambda z, a: barrier_cost(z, a, mu), man, x, data)
+    lam_min = float(np.min(ev))
+    for lam in (abs(lam_min) + 0.3, abs(lam_min) + 3.0):
+        ok, (xi, om) = kkt(jnp.asarray(lam))
+        assert bool(ok)
+        p = (xi, jnp.einsum("k,kab->ab", om, basis) @ x[1])
+        h = jax.jvp(lambda z: jax.grad(barrier_cost)(z, data, mu), (x,), (p,))[1]
+        hp = man.ehess_to_rhess(x, g, h, p)
+        res = man.proj(x, jax.tree.map(lambda a, b, c: a + lam * b + c, hp, p, g))
+        assert max(float(jnp.linalg.norm(t)) for t in res) < 1e-10
+        assert float(man.norm(x, tuple(t - u for t, u in zip(man.proj(x, p), p)))) < 1e-12
+    if lam_min < 0:
+        assert not bool(kkt(jnp.asarray(-lam_min * 0.99))[0])
+        assert bool(kkt(jnp.asarray(-lam_min * 1.01))[0])
+
+
+def test_step_cost_linear_in_n():
+    """Shapes: every array the step builds is O(n) (no n x n object): n = 40 vs 400."""
+
+    def sizes(n):
+        x0 = (jnp.ones((n, 3)), jnp.eye(4))
+        data = jnp.ones((n, 2))
+        solver = kmeans_newton()
+        state = jax.eval_shape(lambda a, b: solver.init(a, b), x0, data)
+        jaxpr = jax.make_jaxpr(lambda s, a: solver.step(s, a))(state, data)
+        return max(
+            int(np.prod(v.aval.shape))
+            for eqn in jaxpr.eqns
+            for v in eqn.outvars
+            if hasattr(v.aval, "shape")
+        )
+
+    small, big = sizes(40), sizes(400)
+    assert big <= 10 * small * 1.01  # grows linearly, never like n^2
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        lambda: kmeans(np.ones((5, 2)), 0, key=jax.random.key(0)),
+        lambda: kmeans(np.ones((5, 2)), 6, key=jax.random.key(0)),
+        lambda: kmeans(np.array([[0.0, np.nan], [1.0, 1.0]]), 1, key=jax.random.key(0)),
+        lambda: kmeans(np.ones((5, 2), dtype=np.int32), 2, key=jax.random.key(0)),
+        lambda: kmeans(np.ones((5,)), 2, key=jax.random.key(0)),
+        lambda: kmeans(np.ones((5, 2)), 2, key=jax.random.key(0), rank=2),
+        lambda: kmeans(np.ones((5, 2)), 2, key=jax.random.key(0), mu=-1.0),
+        lambda: kmeans(np.ones((5, 2)), 2, key=jax.random.key(0), method="lloyd"),
+    ],
+)
+def test_bad_input_raises(bad):
+    with pytest.raises((ValueError, TypeError)):
+        bad()
+
+
+def test_single_cluster_is_trivial():
+    x = np.random.default_rng(0).normal(size=(10, 3))
+    labels, centers, sol = kmeans(x, 1, key=jax.random.key(0))
+    assert np.all(np.asarray(labels) == 0)
+    np.testing.assert_allclose(np.asarray(centers)[0], x.mean(0), atol=1e-12)
+
+
+@pytest.mark.slow
+def test_mixture_recovery_50_seeds():
+    """Slow (50 solves): ARI = 1 on >= 48 of 50 mixtures at 2x the exact-recovery threshold."""
+    wins = 0
+    for seed in range(50):
+        x, y = mixture(seed)
+        labels, _, _ = kmeans(x, 3, key=jax.random.key(seed), polish=0)
+        wins += adjusted_rand_score(y, np.asarray(labels)) == 1.0
+    assert wins >= 48
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["wine", "breast_cancer", "digits"])
+def test_datasets_vs_sklearn(name):
+    """Slow (one compile per shape; digits has n = 1797, K = 10): objective within 2% of
+    sklearn KMeans(n_init=10), ARI within 0.03."""
+    x, y = _standardized(name)
+    k = len(np.unique(y))
+    labels, _, _ = kmeans(x, k, key=jax.random.key(0))
+    km = KMeans(k, n_init=10, random_state=0).fit(x)
+    assert _inertia(x, labels) <= 1.02 * km.inertia_
+    assert adjusted_rand_score(y, labels) >= adjusted_rand_score(y, km.labels_) - 0.03
