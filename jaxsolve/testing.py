@@ -191,7 +191,9 @@ def check_vmap_equals_loop(case: SolverCase) -> None:
         )
         assert int(batched.status[i]) == int(single.status), f"{case.name}: lane {i} status differs"
         err = rel_error(bx, single.x)
-        assert err <= case.vmap_rtol, f"{case.name}: lane {i} differs from the single solve by {err:.2e}"
+        assert err <= case.vmap_rtol, (
+            f"{case.name}: lane {i} differs from the single solve by {err:.2e}"
+        )
         steps.append(int(single.num_steps))
     if case.distinct_steps:
         assert len(set(steps)) > 1, (
