@@ -26,6 +26,8 @@ from tests.second_order.contract_cases import CASES as _SO  # second_order.gradi
 REGISTRY += _SO
 from tests.layers.contract_cases import CASES as _LAYERS  # layers.pinet  # noqa: E402, I001
 REGISTRY += _LAYERS
+from tests.cluster.contract_cases import CASES as _CLUSTER  # cluster.kmeans_newton, cluster.nlr  # noqa: E402, I001
+REGISTRY += _CLUSTER
 
 
 @pytest.mark.parametrize("check", sorted(CHECKS))

@@ -84,7 +84,7 @@ def _householder_with_first_row(q0):
     return jnp.where(vv > 0, h, jnp.eye(r, dtype=q0.dtype))
 
 
-def feasible_point(key, n: int, n_clusters: int, rank: int, dtype=None):
+def feasible_point(key, n: int, n_clusters: int, rank: int, dtype=None, *, labels=None):
     r"""A strictly feasible start ``(V, Q)``: ``phi(V, Q) > 0`` entrywise (needs ``rank > K``).
 
     Construction (derived here; paper 12 only states such points exist iff ``r > K``):
@@ -95,10 +95,16 @@ def feasible_point(key, n: int, n_clusters: int, rank: int, dtype=None):
     symmetric Sinkhorn scaling ``U <- diag(s) U`` (``s * (U U^T s) = 1``), after which
     ``q_0 = U^T 1/||U^T 1||``, ``Q`` is a Householder completion with first row ``q_0``,
     ``V = U Q[1:]^T`` re-centred and rescaled to ``||V||^2 = K - 1``.
+
+    ``labels`` (ints in ``[0, rank)``) replaces the random groups: a warm start near a
+    known partition.
     """
     dtype = jnp.result_type(float) if dtype is None else jnp.dtype(dtype)
     k = n_clusters
-    groups = jax.random.permutation(key, jnp.arange(n) % rank)
+    if labels is None:
+        groups = jax.random.permutation(key, jnp.arange(n) % rank)
+    else:
+        groups = jnp.asarray(labels)
     a = math.sqrt((k - 1) * rank / ((rank - 1) * n))
     b = (math.sqrt(rank / n) - a) / rank
     u = a * jax.nn.one_hot(groups, rank, dtype=dtype) + b

@@ -50,6 +50,7 @@ import jax.numpy as jnp
 
 from jaxsolve.cluster._problem import kmeans_manifold, lift, skew_basis
 from jaxsolve.core import Status, make_solver
+from jaxsolve.core.validation import check_positive
 
 __all__ = ["kmeans_newton", "NewtonState", "NewtonInfo", "barrier_cost"]
 
@@ -466,6 +467,15 @@ def kmeans_newton(
         tau: fraction to the boundary: a step is shortened so that the linearized lift
             keeps at least ``1 - tau`` of every entry of ``U`` (interior-point safeguard).
     """
+    for name, val in (
+        ("mu", mu),
+        ("sigma0", sigma0),
+        ("sigma_min", sigma_min),
+        ("mu_start", mu_start),
+    ):
+        check_positive(name, val)
+    if not (isinstance(max_inner, int) and max_inner >= 1):
+        raise ValueError(f"max_inner must be a positive int, got {max_inner!r}")
     hp = {
         "mu": mu,
         "sigma0": sigma0,

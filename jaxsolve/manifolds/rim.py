@@ -149,6 +149,7 @@ def _sinkhorn(x, u, a, lo, hi, tol, max_iter):
     logy = jnp.log(safe) + u / safe
     logy = logy - jnp.max(logy, axis=1, keepdims=True)
     y = jnp.maximum(jnp.exp(logy), jnp.finfo(dt).tiny ** 0.25)
+    y = y * (a / jnp.sum(y, axis=1))[:, None]  # rows first: R_x(0) = x for x on the set
 
     def cond(c):
         _, k, err = c

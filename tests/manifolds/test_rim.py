@@ -1,0 +1,155 @@
+"""The RIM manifold (paper 14): geometry, retractions, and the projection vs a QP solver."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxsolve.manifolds import RIM, check_gradient, check_hessian, rim_project
+
+N, C = 20, 4
+
+
+def _qp_projection(z, lo, hi):
+    """min 1/2 ||Y - Z||^2 s.t. Y >= 0, Y 1 = 1, lo <= Y^T 1 <= hi, by proxsuite (dense)."""
+    proxsuite = pytest.importorskip("proxsuite")
+    n, c = z.shape
+    m = n * c
+    a = np.kron(np.eye(n), np.ones((1, c)))
+    col = np.kron(np.ones((1, n)), np.eye(c))
+    cmat = np.vstack([np.eye(m), col])
+    lower = np.concatenate([np.zeros(m), np.full(c, lo)])
+    upper = np.concatenate([np.full(m, 1e20), np.full(c, hi)])
+    qp = proxsuite.proxqp.dense.QP(m, n, m + c)
+    qp.settings.eps_abs = 1e-12
+    qp.settings.eps_rel = 0.0
+    qp.init(np.eye(m), -z.ravel(), a, np.ones(n), cmat, lower, upper)
+    qp.solve()
+    return qp.results.x.reshape(n, c)
+
+
+@pytest.fixture(scope="module")
+def z():
+    return np.random.default_rng(0).normal(size=(N, C)) * 0.5 + 0.25
+
+
+@pytest.mark.parametrize("method", ["dykstra", "dual"])
+def test_projection_equal_bounds_matches_qp(z, method):
+    r = N / C
+    ref = _qp_projection(z, r, r)
+    y = rim_project(jnp.asarray(z), r, r, method=method, max_iter=100_000)
+    assert np.max(np.abs(np.asarray(y) - ref)) < 1e-6
+    np.testing.assert_allclose(np.asarray(y).sum(0), r, atol=1e-9)
+
+
+def test_projection_interval_bounds_matches_qp(z):
+    z2 = z.copy()
+    z2[:, 0] += 1.0  # push column 0 above its upper bound
+    ref = _qp_projection(z2, 4.0, 6.0)
+    for method in ("dykstra", "dual"):
+        y = rim_project(jnp.asarray(z2), 4.0, 6.0, method=method, max_iter=100_000)
+        assert np.max(np.abs(np.asarray(y) - ref)) < 1e-6, method
+
+
+@pytest.mark.parametrize("retraction", ["dykstra", "dual", "sinkhorn"])
+def test_retraction_properties(retraction):
+    m = RIM(N, C, 3.0, 7.0, retraction=retraction)
+    x = m.random_point(jax.random.key(0))
+    assert float(m.residual(x)) < 1e-9 and float(jnp.min(x)) > 0
+    u = m.random_tangent(jax.random.key(1), x)
+    np.testing.assert_allclose(np.asarray(u.sum(1)), 0, atol=1e-12)  # row-centred
+    assert float(jnp.max(jnp.abs(m.retract(x, 0 * u) - x))) < 1e-9  # R_x(0) = x
+    for t in (1e-3, 1.0):
+        y = m.retract(x, t * u)
+        assert float(m.residual(y)) < 1e-8, (retraction, t)
+    # first order: R_x(t u) = x + t u + O(t^2); Dykstra/dual are exact (flat, interior)
+    t = 1e-4
+    err = float(jnp.max(jnp.abs(m.retract(x, t * u) - x - t * u)))
+    assert err < (1e-12 if retraction != "sinkhorn" else 10 * t**2), (retraction, err)
+
+
+def test_projection_is_row_centring_and_idempotent():
+    m = RIM(N, C, 0.0, float(N))
+    x = m.random_point(jax.random.key(2))
+    g = jax.random.normal(jax.random.key(3), (N, C))
+    p = m.proj(x, g)
+    np.testing.assert_allclose(np.asarray(p), np.asarray(g - g.mean(1, keepdims=True)), atol=1e-14)
+    np.testing.assert_allclose(np.asarray(m.proj(x, p)), np.asarray(p), atol=1e-14)
+    # orthogonal in the Euclidean metric
+    assert abs(float(jnp.sum((g - p) * p))) < 1e-12
+
+
+def test_dimension_counts_row_constraints():
+    rng = np.random.default_rng(0)
+    m = RIM(6, 3, 1.0, 3.0)
+    x = m.random_point(jax.random.key(0))
+    basis = np.stack(
+        [np.asarray(m.proj(x, jnp.asarray(e.reshape(6, 3)))).ravel() for e in np.eye(18)]
+    )
+    assert np.linalg.matrix_rank(basis) == m.dim == 6 * 2
+    assert RIM(6, 3, 2.0, 2.0).dim == 5 * 2
+    del rng
+
+
+def test_gradient_and_hessian_checks_on_a_quadratic_cost():
+    m = RIM(N, C, 3.0, 7.0)
+    b = jax.random.normal(jax.random.key(5), (N, C))
+    cost = lambda x, a: jnp.sum(jnp.sin(x) * a) + 0.5 * jnp.sum(x**2 * a)
+    x = m.random_point(jax.random.key(6))
+    gc = check_gradient(cost, m, x, b)
+    hc = check_hessian(cost, m, x, b)
+    assert gc.exact or 1.9 <= gc.slope <= 2.1
+    assert hc.exact or 2.9 <= hc.slope <= 3.1
+
+
+def test_works_with_a_riemannian_solver():
+    """Nearest point of the transportation polytope by Riemannian CG = QP projection."""
+    from jaxsolve.core import solve
+    from jaxsolve.riemannian import conjugate_gradient
+
+    zz = np.random.default_rng(1).uniform(0.1, 0.4, size=(N, C))
+    m = RIM(N, C, 3.0, 7.0)
+    cost = lambda x, a: 0.5 * jnp.sum((x - a) ** 2)
+    sol = solve(
+        conjugate_gradient(cost, m),
+        m.random_point(jax.random.key(0)),
+        jnp.asarray(zz),
+        tol=1e-10,
+        max_steps=500,
+    )
+    ref = _qp_projection(zz, 3.0, 7.0)
+    assert np.max(np.abs(np.asarray(sol.x) - ref)) < 1e-6
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        lambda: RIM(10, 1, 1.0, 2.0),
+        lambda: RIM(10, 3, 5.0, 2.0),
+        lambda: RIM(10, 3, 5.0, 6.0),  # column sums >= 15 > n = 10: empty
+        lambda: RIM(10, 3, (1.0, 2.0), 6.0),
+        lambda: RIM(10, 3, 1.0, 6.0, retraction="qr"),
+        lambda: RIM(10, 3, float("nan"), 6.0),
+    ],
+)
+def test_bad_arguments(bad):
+    with pytest.raises((ValueError, TypeError)):
+        bad()
+
+
+@pytest.mark.slow
+def test_retraction_and_projection_linear_time():
+    """Slow (n = 1e6 x 10): time ratio 1e6 vs 1e5 at most 15 (the issue's target)."""
+    import time
+
+    times = {}
+    for n in (100_000, 1_000_000):
+        m = RIM(n, 10, 0.0, float(n), max_iter=50)
+        x = m.random_point(jax.random.key(0))
+        u = m.proj(x, 0.1 * jax.random.normal(jax.random.key(1), (n, 10)))
+        f = jax.jit(lambda x, u, m=m: m.retract(x, m.proj(x, u)))
+        jax.block_until_ready(f(x, u))
+        t = time.perf_counter()
+        jax.block_until_ready(f(x, u))
+        times[n] = time.perf_counter() - t
+    assert times[1_000_000] / times[100_000] <= 15
