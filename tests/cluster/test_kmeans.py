@@ -120,9 +120,11 @@ def test_structured_subproblem_matches_dense_hessian():
         p = (xi, jnp.einsum("k,kab->ab", om, basis) @ x[1])
         h = jax.jvp(lambda z: jax.grad(barrier_cost)(z, data, mu), (x,), (p,))[1]
         hp = man.ehess_to_rhess(x, g, h, p)
-        res = man.proj(x, jax.tree.map(lambda a, b, c: a + lam * b + c, hp, p, g))
+        res = man.proj(x, jax.tree.map(lambda a, b, c, lam=lam: a + lam * b + c, hp, p, g))
         assert max(float(jnp.linalg.norm(t)) for t in res) < 1e-10
-        assert float(man.norm(x, tuple(t - u for t, u in zip(man.proj(x, p), p)))) < 1e-12
+        assert (
+            float(man.norm(x, tuple(t - u for t, u in zip(man.proj(x, p), p, strict=True)))) < 1e-12
+        )
     if lam_min < 0:
         assert not bool(kkt(jnp.asarray(-lam_min * 0.99))[0])
         assert bool(kkt(jnp.asarray(-lam_min * 1.01))[0])
