@@ -24,10 +24,9 @@ class ProjectionLayer(eqx.Module):
     of the optimizer's parameters (e.g. optimize only the MLP, or filter with
     ``eqx.partition``) so that weight decay never touches them.
 
-    Args:
-        polytope: the constraint set (its data are defaults, overridable per call).
-        steps, tol, sigma, omega, backward, backward_steps: as in :func:`project`
-            (static configuration of the layer).
+    ``polytope`` is the constraint set (its data are defaults, overridable per call);
+    ``steps``, ``tol``, ``sigma``, ``omega``, ``backward`` and ``backward_steps`` are as
+    in :func:`project` (static configuration of the layer).
 
     Call: ``layer(y, b=None, l=None, u=None, lb=None, ub=None, warm=None,
     return_info=False)`` with ``y`` of shape ``(..., n)`` and optional per-example data.

@@ -51,7 +51,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsolve.core import Status, make_solver
+from jaxsolve.core import Solver, Status, make_solver
 from jaxsolve.layers.polytope import Factors
 from jaxsolve.projections import box
 
@@ -209,7 +209,13 @@ def _step(state: State, args: ProjectionArgs, *, hp, start):
     return new, Info(gap)
 
 
-def pinet_projection(*, sigma=None, omega=1.7, infeasible_tol=1e-6, start: str = "point"):
+def pinet_projection(
+    *,
+    sigma: float | None = None,
+    omega: float = 1.7,
+    infeasible_tol: float = 1e-6,
+    start: str = "point",
+) -> Solver:
     r"""Douglas-Rachford projection onto a polytope (Pinet, arXiv 2508.10480), as a ``Solver``.
 
     Solves :math:`\min_x \tfrac12\|x - y\|^2` s.t. :math:`Ax = b,\ l \le Cx \le u,\
@@ -230,7 +236,7 @@ def pinet_projection(*, sigma=None, omega=1.7, infeasible_tol=1e-6, start: str =
             sequence (``state.s`` of an earlier solve), a warm start.
 
     Returns:
-        A :class:`~jaxsolve.Solver` whose ``state.x`` is the projection estimate.
+        The solver; its ``state.x`` is the projection estimate.
     """
     if start not in ("point", "governing"):
         raise ValueError(f"start must be 'point' or 'governing', got {start!r}")

@@ -39,7 +39,7 @@ from jaxsolve.core.validation import check_finite, check_floating, is_concrete
 __all__ = ["Polytope", "Factors", "factorize", "ruiz_equilibration"]
 
 
-def ruiz_equilibration(M: jax.Array, iters: int = 25):
+def ruiz_equilibration(M: jax.Array, iters: int = 25) -> tuple[jax.Array, jax.Array]:
     r"""Modified Ruiz equilibration (2-norm, rows then columns), as in Pinet.
 
     Repeats :math:`M \leftarrow \mathrm{diag}(\|M_{i,:}\|^{-1/2}) M`, then
@@ -51,7 +51,7 @@ def ruiz_equilibration(M: jax.Array, iters: int = 25):
     Zero rows or columns keep the factor 1.
 
     Returns:
-        ``(d_r, d_c)`` with ``diag(d_r) @ M @ diag(d_c)`` equilibrated.
+        The scalings ``(d_r, d_c)``: ``diag(d_r) @ M @ diag(d_c)`` is equilibrated.
     """
     rows, cols = M.shape
     d_r = jnp.ones((rows,), M.dtype)

@@ -174,20 +174,20 @@ def _check_number(name, value, *, allow_none=True):
 
 
 def project(
-    y,
+    y: jax.Array,
     polytope: Polytope,
     *,
     steps: int = 1000,
-    tol=None,
-    warm=None,
-    sigma=None,
-    omega=1.7,
+    tol: float | None = None,
+    warm: jax.Array | None = None,
+    sigma: float | None = None,
+    omega: float = 1.7,
     backward: str = "gmres",
     backward_steps: int = 200,
-    backward_tol=None,
-    infeasible_tol=1e-6,
+    backward_tol: float | None = None,
+    infeasible_tol: float = 1e-6,
     return_info: bool = False,
-):
+) -> jax.Array | tuple[jax.Array, ProjectionInfo]:
     r"""Euclidean projection of ``y`` onto a :class:`Polytope`, batched, implicitly differentiable.
 
     .. math:: x = \operatorname*{argmin}_x \tfrac12\|x - y\|^2 \ \text{ s.t. }\
@@ -222,7 +222,7 @@ def project(
         return_info: also return a :class:`ProjectionInfo`.
 
     Returns:
-        ``x`` (shape of the broadcast batch + ``(n,)``), or ``(x, info)``.
+        The projections ``x`` (broadcast batch shape + ``(n,)``), or ``(x, info)``.
 
     Failures are statuses in ``info.status`` (``INFEASIBLE``, ``MAX_STEPS``,
     ``NONFINITE``), never exceptions inside ``jit``.
