@@ -1,0 +1,24 @@
+"""Optimal transport on grids: c-transforms, pushforwards, Sobolev gradient ascent barycenters."""
+
+from jaxsolve.ot.distance import w2
+from jaxsolve.ot.grid import Grid
+from jaxsolve.ot.sobolev import barycenter, sobolev_barycenter
+from jaxsolve.ot.transforms import (
+    c_transform,
+    inverse_laplacian,
+    legendre,
+    pushforward,
+    transport_map,
+)
+
+__all__ = [
+    "Grid",
+    "barycenter",
+    "c_transform",
+    "inverse_laplacian",
+    "legendre",
+    "pushforward",
+    "sobolev_barycenter",
+    "transport_map",
+    "w2",
+]
