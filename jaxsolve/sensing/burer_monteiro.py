@@ -1,0 +1,55 @@
+"""Plain Burer-Monteiro gradient descent for overparameterized matrix sensing (the baseline)."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxsolve.core import Status, make_solver
+from jaxsolve.core.validation import check_positive
+from jaxsolve.sensing.problem import adjoint_residual, sensing_loss
+
+__all__ = ["burer_monteiro", "BMState", "small_initial_point"]
+
+
+class BMState(NamedTuple):
+    x: jax.Array  # the factor Y (m x r)
+    iter_num: jax.Array
+    error: jax.Array  # gradient norm
+    status: jax.Array
+    f: jax.Array
+
+
+def _init(y0, meas, *, hp):
+    s = adjoint_residual(y0 @ y0.T, meas)
+    f = sensing_loss(y0 @ y0.T, meas)
+    return BMState(y0, jnp.int32(0), jnp.linalg.norm(s @ y0), jnp.int32(Status.SUCCESS), f)
+
+
+def _step(state, meas, *, hp):
+    y = state.x
+    s = adjoint_residual(y @ y.T, meas)
+    y = y - hp["stepsize"].astype(y.dtype) * (s @ y)
+    s = adjoint_residual(y @ y.T, meas)
+    f = sensing_loss(y @ y.T, meas)
+    return BMState(y, state.iter_num + 1, jnp.linalg.norm(s @ y), state.status, f), None
+
+
+def burer_monteiro(*, stepsize=0.25):
+    r"""Gradient descent on the Burer-Monteiro factor: ``Y+ = Y - eta sym(M^*(M(YY^T) - y)) Y``.
+
+    The gradient of ``f(Y) = 1/4 ||M(Y Y^T) - y||^2``. With overparameterization (``r``
+    above the true rank) and small random initialization it converges only sublinearly
+    (Xiong, Ding, Du, ICLR 2024: an ``Omega(1/T^2)`` lower bound), the baseline paper 1
+    compares weight normalization against. ``error`` is the gradient norm.
+    """
+    check_positive("stepsize", stepsize)
+    return make_solver(_init, _step, hp={"stepsize": stepsize})
+
+
+def small_initial_point(key, m: int, r: int, scale: float = 1e-3, dtype=None):
+    """``Y0 = scale * N(0, 1/m)``: the small initialization plain GD needs."""
+    dtype = jnp.result_type(float) if dtype is None else dtype
+    return scale * jax.random.normal(key, (m, r), dtype) / jnp.sqrt(m)
