@@ -22,6 +22,8 @@ from tests.qp.contract_cases import CASES as _QP  # qp.flexqp  # noqa: E402, I00
 REGISTRY += _QP
 from tests.riemannian.contract_cases import CASES as _RIEM  # riemannian.gradient_descent, riemannian.conjugate_gradient, riemannian.trust_region, riemannian.cubic_newton  # noqa: E402, I001
 REGISTRY += _RIEM
+from tests.sensing.contract_cases import CASES as _SENS  # sensing.weight_normalized, sensing.burer_monteiro  # noqa: E402, I001
+REGISTRY += _SENS
 from tests.second_order.contract_cases import CASES as _SO  # second_order.gradient_regularized_newton, second_order.gauss_newton  # noqa: E402, I001
 REGISTRY += _SO
 from tests.layers.contract_cases import CASES as _LAYERS  # layers.pinet  # noqa: E402, I001
