@@ -15,9 +15,10 @@ their own first tolerance that reaches it; the objective gap against a reference
 (OSQP at 1e-10 with polishing) is reported for both.
 
 Compile time (lower + compile) is reported apart from steady-state time (best of
-repeated calls of the compiled function: the machine is shared). Ratio = ours / jaxopt (< 1: we are faster).
-A vmapped batch of 256 problems (simplex, small size; both run at the tolerances the
-single problem needed) closes the table.
+repeated calls of the compiled function: the machine is shared). The ladder has
+half-decade rungs, so neither solver is made to over-solve by more than ~3x. Ratio = ours / jaxopt (< 1: we are faster).
+A vmapped batch of 256 problems (simplex, small size; the same rule applied to the
+worst lane) closes the table.
 
 ``--quick``: the small size only, fewer repeats (what CI runs).
 """
@@ -53,7 +54,7 @@ else:
 
 RADIUS, BOX = 1.0, 0.1
 TARGET = 1e-6  # common certificate, relative to its value at x0
-LADDER = [10.0**-k for k in range(3, 13)]  # own tolerance, relative to the initial measure
+LADDER = [10.0 ** (-k / 2) for k in range(6, 25)]  # own tolerance / initial measure: half decades
 
 SETS = {
     "simplex": (P.simplex, lambda x, hp: JP.projection_simplex(x, hp), 1.0),
@@ -170,7 +171,7 @@ def bench_problem(name, n, repeat, max_steps, rows):
         rows.append(row)
         return row
     # jaxopt: tol is static (a recompilation per rung); start two rungs looser than ours
-    start = max(0, LADDER.index(row["ours_tol"]) - 2)
+    start = max(0, LADDER.index(row["ours_tol"]) - 4)
     for rel in LADDER[start:]:
         jrun = jaxopt_runner(name, n, rel * c0, max_steps)
         jcompiled, j_compile = compile_fn(jrun, A, b)
@@ -204,14 +205,18 @@ def bench_batch(single_row, batch, repeat, max_steps):
     )
     Ls = [float(np.linalg.norm(np.asarray(a), 2) ** 2) for a in As]
     row = {"problem": f"{name} x{batch} (vmap)", "n": n}
+    target = TARGET * c0
     run = ours_runner(name, n, max_steps)
-    tol = single_row["ours_tol"] * c0
     vrun = jax.vmap(run, in_axes=(0, 0, None))
-    compiled, t_compile = compile_fn(vrun, As, bs, tol)
-    x, steps, status = compiled(As, bs, tol)
-    certs = [certificate(proj, As[i], bs[i], Ls[i], x[i]) for i in range(batch)]
+    compiled, t_compile = compile_fn(vrun, As, bs, 1.0)
+    for rel in LADDER[LADDER.index(single_row["ours_tol"]) :]:
+        tol = rel * c0
+        x, steps, status = compiled(As, bs, tol)
+        certs = [certificate(proj, As[i], bs[i], Ls[i], x[i]) for i in range(batch)]
+        if max(certs) <= target:
+            break
     row.update(
-        ours_tol=single_row["ours_tol"],
+        ours_tol=rel,
         ours_steps=int(jnp.max(steps)),
         ours_status=f"{int(jnp.sum(status == 0))}/{batch} SUCCESS",
         ours_cert=max(certs),
@@ -219,12 +224,15 @@ def bench_batch(single_row, batch, repeat, max_steps):
         ours_time=timed(compiled, As, bs, tol, repeat=repeat),
     )
     if jaxopt is not None:
-        jrun = jax.vmap(jaxopt_runner(name, n, single_row["jaxopt_tol"] * c0, max_steps))
-        jcompiled, j_compile = compile_fn(jrun, As, bs)
-        xj, jsteps = jcompiled(As, bs)
-        jcerts = [certificate(proj, As[i], bs[i], Ls[i], xj[i]) for i in range(batch)]
+        for rel in LADDER[LADDER.index(single_row["jaxopt_tol"]) :]:
+            jrun = jax.vmap(jaxopt_runner(name, n, rel * c0, max_steps))
+            jcompiled, j_compile = compile_fn(jrun, As, bs)
+            xj, jsteps = jcompiled(As, bs)
+            jcerts = [certificate(proj, As[i], bs[i], Ls[i], xj[i]) for i in range(batch)]
+            if max(jcerts) <= target:
+                break
         row.update(
-            jaxopt_tol=single_row["jaxopt_tol"],
+            jaxopt_tol=rel,
             jaxopt_steps=int(jnp.max(jsteps)),
             jaxopt_cert=max(jcerts),
             jaxopt_compile=j_compile,
@@ -294,12 +302,12 @@ def main(argv=None):
         f"Mode: {'--quick' if ns.quick else 'full'}; float64; CPU ({jax.devices()[0].device_kind}, "
         f"{len(jax.devices())} device(s) visible); jax {jax.__version__}.\n"
         "Constrained least squares min 1/2||Ax - b||^2, A Gaussian 2n x n; both FISTA with "
-        "backtracking. Each solver runs at its own loosest tolerance (ladder 1e-3 ... 1e-12 of "
+        "backtracking. Each solver runs at its own loosest tolerance (half-decade ladder 1e-3 ... 1e-12 of "
         "the initial measure) whose output has the common certificate G(x) = L||x - P(x - "
         "grad f(x)/L)|| (L = ||A||_2^2) <= 1e-6 of its value at the start: equal accuracy. "
         "gap = f(x) - f(x_OSQP). Compile = lower + compile; run = best steady-state time of the repeats. "
-        "The vmap row runs both at the tolerances found for the single simplex problem "
-        "(steps = the slowest lane).\n\n"
+        "The vmap row applies the same rule to the worst lane "
+        "(steps = the slowest lane, G = the worst lane).\n\n"
         f"Geometric mean of the time ratios (ours / jaxopt): **{geo:.2f}**\n\n"
     )
     if JAXOPT_MISSING:
