@@ -1,0 +1,74 @@
+"""Ratio Cut on the RIM manifold (paper 14) and its doubly stochastic baseline."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from sklearn.metrics import adjusted_rand_score
+from sklearn.neighbors import kneighbors_graph
+
+from jaxsolve.cluster import laplacian, ratio_cut, ratio_cut_cost
+from jaxsolve.core import Status
+from tests.cluster._data import mixture
+
+
+def _graph(n=60, k=3, seed=0):
+    x, y = mixture(seed, n=n, d=2, k=k, gap=12.0)
+    a = kneighbors_graph(x, 8, include_self=False).toarray()
+    return 0.5 * (a + a.T), y
+
+
+def test_cost_gradient_is_the_papers_formula():
+    w, _ = _graph()
+    f = jax.random.uniform(jax.random.key(0), (60, 3)) + 0.1
+    lap = laplacian(jnp.asarray(w))
+    inv = jnp.linalg.inv(f.T @ f)
+    closed = 2 * (lap @ f @ inv - f @ inv @ (f.T @ lap @ f) @ inv)
+    auto = jax.grad(ratio_cut_cost)(f, jnp.asarray(w))
+    np.testing.assert_allclose(np.asarray(auto), np.asarray(closed), rtol=1e-10, atol=1e-12)
+    # on hard indicators the cost is the Ratio Cut sum_k cut(A_k, rest) / |A_k|
+    labels = np.arange(60) % 3
+    ind = np.eye(3)[labels]
+    want = sum(w[labels == k][:, labels != k].sum() / (labels == k).sum() for k in range(3))
+    assert abs(float(ratio_cut_cost(jnp.asarray(ind), jnp.asarray(w))) - want) < 1e-10
+
+
+def test_rim_ratio_cut_recovers_separated_clusters():
+    w, y = _graph()
+    labels, f, sol = ratio_cut(w, 3, max_steps=300)
+    assert int(sol.status) in (Status.SUCCESS, Status.MAX_STEPS)
+    assert adjusted_rand_score(y, np.asarray(labels)) == 1.0
+    np.testing.assert_allclose(np.asarray(f.sum(1)), 1.0, atol=1e-9)  # on the RIM manifold
+    np.testing.assert_allclose(np.asarray(f.sum(0)), 20.0, atol=1e-6)
+    assert float(jnp.min(f)) >= 0
+
+
+@pytest.mark.slow
+def test_rim_cost_at_most_doubly_stochastic_cost():
+    """Slow (the doubly stochastic manifold compiles O(n^3) solves): the paper's claim that
+    RIM reaches a cost at most the DS manifold's, on the same graph and solver."""
+    w, _ = _graph(n=90)
+    _, f_rim, _ = ratio_cut(w, 3, max_steps=300)
+    _, f_ds, _ = ratio_cut(w, 3, manifold="doubly_stochastic", max_steps=300)
+    wn = jnp.asarray(w / w.sum(1).max())
+    assert float(ratio_cut_cost(f_rim, wn)) <= float(ratio_cut_cost(f_ds, wn)) * (1 + 1e-6)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        lambda w: ratio_cut(w + np.triu(np.ones_like(w), 1), 3),  # not symmetric
+        lambda w: ratio_cut(-w, 3),  # negative
+        lambda w: ratio_cut(np.where(np.eye(60) > 0, np.nan, w), 3),  # NaN
+        lambda w: ratio_cut(w, 0),
+        lambda w: ratio_cut(w, 61),
+        lambda w: ratio_cut(w[:, :50], 3),  # not square
+        lambda w: ratio_cut(w.astype(np.int32), 3),  # integer
+        lambda w: ratio_cut(w, 3, manifold="stiefel"),
+        lambda w: ratio_cut(w, 3, solver="newton"),
+    ],
+)
+def test_bad_input_raises(bad):
+    w, _ = _graph()
+    with pytest.raises((ValueError, TypeError)):
+        bad(w)
