@@ -294,9 +294,11 @@ def _check_weights(weights, m, dtype):
 
 
 def _default_tol(dtype, grid):
-    # the error (a W2-like spread) stalls at a discretization floor of a fraction of a cell
+    # the error (a W2-like spread of the pushforwards) stalls at a discretization floor of a
+    # fraction of a cell: measured ~0.06 h in 1D and ~0.015 h in 2D (sub-cells of h/2)
     h = 1.0 / max(grid.shape)
-    return 0.05 * h if jnp.dtype(dtype) == jnp.float64 else 0.1 * h
+    tol = 0.1 * h if grid.ndim == 1 else 0.03 * h
+    return tol if jnp.dtype(dtype) == jnp.float64 else 2 * tol
 
 
 def barycenter(
@@ -328,7 +330,9 @@ def barycenter(
         weights: shape ``(m,)``, nonnegative, summing to one (default uniform).
         grid: optional :class:`Grid`; must match the densities' shape.
         tol: tolerance on ``error`` (:math:`\dot H^{-1}` spread of the pushforwards, length
-            units on the unit cube); default 1e-3 in float64, 2e-3 in float32.
+            units on the unit cube). Default: a fraction of the cell width :math:`h = 1/\max n_a`
+            above the measured discretization floor, ``0.1 h`` in 1D and ``0.03 h`` in 2D/3D
+            (twice that in float32).
         max_steps: step budget.
         stepsize, subsample, schedule: see :func:`sobolev_barycenter`.
         history: record ``error`` per step in ``sol.history``.
