@@ -30,6 +30,8 @@ from tests.layers.contract_cases import CASES as _LAYERS  # layers.pinet  # noqa
 REGISTRY += _LAYERS
 from tests.cluster.contract_cases import CASES as _CLUSTER  # cluster.kmeans_newton, cluster.nlr  # noqa: E402, I001
 REGISTRY += _CLUSTER
+from tests.ot.contract_cases import CASES as _OT  # ot.sobolev_barycenter  # noqa: E402, I001
+REGISTRY += _OT
 
 
 @pytest.mark.parametrize("check", sorted(CHECKS))
