@@ -1,0 +1,143 @@
+"""``make demo`` entry: gradient-regularized Newton and Levenberg-Marquardt.
+
+1. L2-regularized logistic regression on scikit-learn's breast_cancer (standardized,
+   float64): gradient-regularized Newton vs optax's L-BFGS (iterations), checked against
+   scikit-learn's LogisticRegression.
+2. sin(2 pi 8 x) with a one-hidden-layer MLP: Levenberg-Marquardt reaches MSE 1e-4; Adam
+   (lr 1e-2) after ten times as many steps is reported next to it (spectral bias).
+"""
+
+from __future__ import annotations
+
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+import jaxsolve
+from jaxsolve.demo import row_from_solution
+from jaxsolve.second_order import gauss_newton, gradient_regularized_newton
+
+
+def _logistic(p, args):
+    X, y, mu = args
+    z = X @ p["w"] + p["b"]
+    return jnp.mean(jnp.logaddexp(0.0, z) - y * z) + 0.5 * mu * jnp.sum(p["w"] ** 2)
+
+
+def _residual(p, args):
+    x, y = args
+    return jnp.tanh(x[:, None] * p["W1"] + p["b1"]) @ p["W2"] + p["b2"] - y
+
+
+def _lbfgs_iters(fun, x0, args, tol):
+    opt = optax.lbfgs()
+    f = lambda p: fun(p, args)
+    vg = optax.value_and_grad_from_state(f)
+
+    @jax.jit
+    def run(p):
+        def cond(c):
+            _, s, k = c
+            return (k == 0) | ((optax.tree.norm(optax.tree.get(s, "grad")) > tol) & (k < 2000))
+
+        def body(c):
+            p, s, k = c
+            v, g = vg(p, state=s)
+            u, s = opt.update(g, s, p, value=v, grad=g, value_fn=f)
+            return optax.apply_updates(p, u), s, k + 1
+
+        return jax.lax.while_loop(cond, body, (p, opt.init(p), 0))[2]
+
+    return int(run(x0))
+
+
+def run(out_dir) -> list[dict]:
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+
+    rows = []
+    X, y = load_breast_cancer(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    args = (jnp.asarray(X), jnp.asarray(y, jnp.float64), 1.0 / X.shape[0])
+    x0 = {"w": jnp.zeros(X.shape[1]), "b": jnp.zeros(())}
+    solver = gradient_regularized_newton(_logistic)
+    fn = jax.jit(lambda x, a: jaxsolve.solve(solver, x, a, tol=1e-8, max_steps=100, history=True))
+    jax.block_until_ready(fn(x0, args))
+    t0 = time.perf_counter()
+    sol = jax.block_until_ready(fn(x0, args))
+    seconds = time.perf_counter() - t0
+    clf = LogisticRegression(C=1.0, tol=1e-12, max_iter=1000, solver="newton-cholesky").fit(X, y)
+    ours = np.concatenate([np.asarray(sol.x["w"]), np.atleast_1d(np.asarray(sol.x["b"]))])
+    ref = np.concatenate([clf.coef_.ravel(), clf.intercept_])
+    dist = np.linalg.norm(ours - ref) / max(1.0, np.linalg.norm(ref))
+    k_lbfgs = _lbfgs_iters(_logistic, x0, args, 1e-8)
+    rows.append(
+        row_from_solution(
+            "logistic regression, breast_cancer",
+            "569x30",
+            "gradient_regularized_newton",
+            sol,
+            seconds,
+            f"sklearn rel. dist {dist:.1e}; optax.lbfgs needs {k_lbfgs} iterations",
+        )
+    )
+
+    # spectral bias
+    n, width, scale = 128, 64, 20.0
+    x = jnp.linspace(0.0, 1.0, n)
+    data = (x, jnp.sin(2 * jnp.pi * 8 * x))
+    k1, k2, k3 = jax.random.split(jax.random.key(0), 3)
+    params = {
+        "W1": scale * jax.random.normal(k1, (width,)),
+        "b1": jax.random.uniform(k2, (width,), minval=-scale, maxval=scale),
+        "W2": jax.random.normal(k3, (width,)) / jnp.sqrt(width),
+        "b2": jnp.zeros(()),
+    }
+    mse = lambda p: jnp.mean(_residual(p, data) ** 2)
+    lm = gauss_newton(_residual, damping=1e-3)
+
+    @jax.jit
+    def lm_curve(p):
+        def body(s, _):
+            s, _ = lm.step(s, data)
+            return s, mse(s.x)
+
+        return jax.lax.scan(body, lm.init(p, data), None, length=250)[1]
+
+    jax.block_until_ready(lm_curve(params))
+    t0 = time.perf_counter()
+    curve = np.asarray(lm_curve(params))
+    seconds = time.perf_counter() - t0
+    hit = np.nonzero(curve <= 1e-4)[0]
+    k_lm = int(hit[0]) + 1 if hit.size else None
+    opt = optax.adam(1e-2)
+
+    @jax.jit
+    def adam_min(p):
+        def body(c, _):
+            p, s = c
+            u, s = opt.update(jax.grad(mse)(p), s, p)
+            p = optax.apply_updates(p, u)
+            return (p, s), mse(p)
+
+        return jnp.min(jax.lax.scan(body, (p, opt.init(p)), None, length=2500)[1])
+
+    adam_best = float(adam_min(params))
+    rows.append(
+        {
+            "problem": "sin(2 pi 8 x), MLP width 64",
+            "size": "128 pts",
+            "solver": "gauss_newton (LM)",
+            "status": "SUCCESS" if k_lm is not None else "MAX_STEPS",
+            "steps": k_lm if k_lm is not None else 250,
+            "error": float(curve[(k_lm or 250) - 1]),
+            "time": seconds,
+            "reference": f"MSE; Adam(1e-2) best MSE in 2500 steps: {adam_best:.1e}",
+            "history": curve,
+        }
+    )
+    return rows
