@@ -154,7 +154,7 @@ def _init(x0, args: ProjectionArgs, *, hp, start):
     d = f.d_c.astype(dtype)
     n = f.n
     if start == "point":
-        s0 = jnp.concatenate([x0 / d[:n], (f.C.astype(dtype) @ x0) / d[n:]])
+        s0 = jnp.concatenate([x0 / d[:n], (x0 @ f.C.astype(dtype).T) / d[n:]])
     else:
         s0 = x0
     q = f.offset(args.b.astype(dtype))
@@ -162,7 +162,7 @@ def _init(x0, args: ProjectionArgs, *, hp, start):
     status = jnp.int32(Status.SUCCESS)
     if f.p:
         b = args.b.astype(dtype)
-        res = jnp.max(jnp.abs(f.A.astype(dtype) @ (d[:n] * q[:n]) - b))
+        res = jnp.max(jnp.abs((d[:n] * q[:n]) @ f.A.astype(dtype).T - b))
         inconsistent = res > itol * (1 + jnp.max(jnp.abs(b)))
         status = jnp.where(inconsistent, jnp.int32(Status.INFEASIBLE), status)
     lo_s, hi_s = _scaled_bounds(args, dtype)

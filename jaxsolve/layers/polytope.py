@@ -116,18 +116,20 @@ class Factors(eqx.Module):
 
     def proj_null(self, v: jax.Array) -> jax.Array:
         """:math:`P v`: the orthogonal projection of ``v`` onto :math:`\\ker \\tilde M`."""
+        # Row-vector products: under vmap they become one (batch, N) x (N, k) GEMM;
+        # the column form B @ (B.T @ v) batched inside a while loop ran 3.5x slower on CPU.
         B = self.basis.astype(v.dtype)
         if self.mode == "null":
-            return B @ (B.T @ v)
+            return (v @ B) @ B.T
         if self.mode == "range":
-            return v - B @ (B.T @ v)
-        return B @ v
+            return v - (v @ B) @ B.T
+        return v @ B  # the dense projector is symmetric
 
     def offset(self, b: jax.Array) -> jax.Array:
         """:math:`q = \\tilde M^{+} D_r [b; 0]`: the minimum-norm point of the scaled affine set."""
         if self.p == 0:
             return jnp.zeros((self.n + self.m,), b.dtype)
-        return self.w_b.astype(b.dtype) @ b
+        return b @ self.w_b.astype(b.dtype).T
 
     def astype(self, dtype) -> Factors:
         cast = lambda a: a.astype(dtype)

@@ -140,7 +140,7 @@ def _bwd(cfg, res, cts):
             )
     _, ybar, bbar, lobar, hibar = vjp_fun(xi)
     if factors.p:
-        bbar = bbar + factors.w_b.astype(dtype).T @ zbar
+        bbar = bbar + zbar @ factors.w_b.astype(dtype)
     zeros = lambda t: jax.tree.map(jnp.zeros_like, t)
     return ybar, bbar, lobar, hibar, zeros(x0), zeros(factors), zeros(hp)
 
