@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 from functools import partial
 
 import jax
@@ -42,18 +43,18 @@ def _finish(x, u, k, polish):
 
 
 def kmeans(
-    X,
+    X: Any,
     n_clusters: int,
     *,
-    key,
+    key: Any,
     rank: int | None = None,
     mu: float = 0.03,
     max_steps: int | None = None,
     method: str = "newton",
     tol: float | None = None,
     polish: int = 20,
-    **solver_options,
-):
+    **solver_options: Any,
+) -> tuple[Any, Any, Any]:
     r"""K-means clustering through the Burer-Monteiro factor of the Peng-Wei SDP.
 
     ``method="newton"`` (default): Xu, Hou, Chen and Zhang, "Scalable second-order

@@ -428,7 +428,7 @@ def _step(state, args, *, hp, max_inner):
 
 def kmeans_newton(
     *,
-    mu: float = 1e-3,
+    mu: float = 1e-2,
     sigma0: float = 1.0,
     sigma_min: float = 1e-10,
     eta1: float = 0.1,
@@ -454,16 +454,19 @@ def kmeans_newton(
     Args:
         mu: barrier weight (total, against a data term in ``[-1, 0]``); smaller is closer
             to the SDP solution and more ill-conditioned (the paper: a sharp transition).
-        sigma0, sigma_min: initial and smallest cubic weight.
-        eta1, eta2: acceptance / very-successful thresholds on the ratio ``rho``
-            (Manopt's ARC: 0.1 and 0.9; ``sigma`` shrinks by 10 or doubles).
+        sigma0: initial cubic weight.
+        sigma_min: smallest cubic weight.
+        eta1: acceptance threshold on the ratio ``rho`` (Manopt's ARC: 0.1; else ``sigma`` doubles).
+        eta2: very-successful threshold (0.9; then ``sigma`` shrinks by 10).
         inner_rtol: relative accuracy of the secular equation ``lam = sigma ||p||``.
         max_inner: static cap on the bisection/Newton iterations on ``lam`` per step.
-        mu_start, mu_factor, centrality: barrier continuation (our addition, a standard
-            path-following scheme): start at ``max(mu, mu_start)`` and multiply the barrier
-            weight by ``mu_factor`` whenever ``||grad|| <= centrality * mu_current``, down
-            to ``mu``. ``mu_start <= mu`` gives the paper's fixed barrier. ``error`` adds
+        mu_start: barrier continuation (our addition, a standard path-following scheme):
+            start at ``max(mu, mu_start)`` and multiply the barrier weight by
+            ``mu_factor`` whenever ``||grad|| <= centrality * mu_current``, down to ``mu``.
+            ``mu_start <= mu`` gives the paper's fixed barrier. ``error`` adds
             ``mu_current - mu`` so the solve cannot stop before reaching the target.
+        mu_factor: continuation factor (0.2).
+        centrality: continuation gate (1.0).
         tau: fraction to the boundary: a step is shortened so that the linearized lift
             keeps at least ``1 - tau`` of every entry of ``U`` (interior-point safeguard).
     """

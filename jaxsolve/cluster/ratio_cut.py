@@ -22,6 +22,8 @@ Labels are ``argmax`` of the rows of ``F``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -96,18 +98,18 @@ def _make_solver(solver, cost, manifold):
 
 
 def ratio_cut(
-    W,
+    W: Any,
     n_clusters: int,
     *,
     manifold: str = "rim",
-    solver="cg",
-    key=None,
-    lower=None,
-    upper=None,
+    solver: Any = "cg",
+    key: Any = None,
+    lower: Any = None,
+    upper: Any = None,
     retraction: str = "dykstra",
     max_steps: int = 300,
     tol: float | None = None,
-):
+) -> tuple[Any, Any, Any]:
     r"""Ratio Cut clustering of an affinity matrix by Riemannian optimization (paper 14).
 
     Yuan, Xie, Nie and Li, "Riemannian optimization on relaxed indicator matrix
@@ -121,11 +123,13 @@ def ratio_cut(
         solver: ``"cg"`` (Riemannian conjugate gradient, default), ``"gd"``,
             ``"trust_region"``, or a factory ``solver(cost, manifold) -> Solver``.
         key: ``jax.random`` key for the random start (default ``key(0)``).
-        lower, upper: RIM column-sum bounds (default ``lower = upper = n / c``, the
-            setting of the paper's Table 4).
+        lower: RIM lower column-sum bound (default ``lower = upper = n / c``, the setting
+            of the paper's Table 4).
+        upper: RIM upper column-sum bound (default ``n`` when only ``lower`` is given).
         retraction: RIM retraction (``"dykstra"``, ``"dual"``, ``"sinkhorn"``).
-        max_steps, tol: passed to :func:`jaxsolve.solve` (``tol`` on the Riemannian
-            gradient norm; default ``1e-6`` in float64, ``1e-4`` in float32).
+        max_steps: step budget of :func:`jaxsolve.solve`.
+        tol: tolerance on the Riemannian gradient norm (default ``1e-6`` in float64,
+            ``1e-4`` in float32).
 
     Returns:
         ``(labels, F, solution)``.

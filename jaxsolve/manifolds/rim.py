@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -167,8 +168,15 @@ def _sinkhorn(x, u, a, lo, hi, tol, max_iter):
 
 
 def rim_project(
-    y, lower, upper, row_sums=None, *, tol=None, max_iter: int = 5000, method="dykstra"
-):
+    y: Any,
+    lower: Any,
+    upper: Any,
+    row_sums: Any = None,
+    *,
+    tol: float | None = None,
+    max_iter: int = 5000,
+    method: str = "dykstra",
+) -> jax.Array:
     r"""Euclidean projection of ``y`` (``n x c``) onto ``{Y >= 0, Y 1 = a, lower <= Y^T 1 <= upper}``.
 
     Dykstra's alternating projections (``method="dykstra"``) or dual ascent on the
@@ -204,9 +212,10 @@ class RIM(Manifold):
     See the module docstring for the geometry (paper 14: Yuan, Xie, Nie and Li, ICLR 2026).
 
     Args:
-        n, c: the shape (points x classes).
-        lower, upper: column-sum bounds, a number or one per column (``lower = upper``:
-            a transportation polytope).
+        n: number of points (rows).
+        c: number of classes (columns), at least 2.
+        lower: lower column-sum bound, a number or one per column.
+        upper: upper column-sum bound (``lower = upper``: a transportation polytope).
         row_sums: ``a``, a number or one per row (default 1).
         retraction: ``"dykstra"`` (default), ``"dual"`` or ``"sinkhorn"``.
         max_iter: sweeps of the retraction's inner loop (a ``lax.while_loop``).
@@ -224,15 +233,15 @@ class RIM(Manifold):
 
     def __init__(
         self,
-        n,
-        c,
-        lower,
-        upper,
+        n: int,
+        c: int,
+        lower: Any,
+        upper: Any,
         *,
-        row_sums=None,
-        retraction="dykstra",
-        max_iter=1000,
-        tol=None,
+        row_sums: Any = None,
+        retraction: str = "dykstra",
+        max_iter: int = 1000,
+        tol: float | None = None,
     ):
         n = check_int("n", n, 1)
         c = check_int("c", c, 2)
