@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
-from typing import Any
 from functools import partial
+from typing import Any
 
 import jax
 import jax.numpy as jnp
