@@ -132,8 +132,12 @@ def dpo_loss(
       :math:`\big[-(1-\varepsilon)\log\sigma(\beta\Delta) + \varepsilon\log\sigma(-\beta\Delta)\big]/(1-2\varepsilon)`
 
     Args:
-        policy_chosen_logps, policy_rejected_logps, ref_chosen_logps, ref_rejected_logps:
-            sequence log-probabilities, all of one shape (see :func:`sequence_logps`).
+        policy_chosen_logps: policy sequence log-probs of the chosen responses
+            (see :func:`sequence_logps`).
+        policy_rejected_logps: policy sequence log-probs of the rejected responses.
+        ref_chosen_logps: reference-model sequence log-probs of the chosen responses.
+        ref_rejected_logps: reference-model sequence log-probs of the rejected responses
+            (all four of one shape).
         beta: :math:`\beta > 0` (TRL default 0.1).
         kind: one of ``"sigmoid"``, ``"ipo"``, ``"hinge"``, ``"robust"``.
         label_smoothing: :math:`\varepsilon` for ``"sigmoid"`` and ``"robust"``.
@@ -222,8 +226,8 @@ def uni_dpo_loss(
     chosen_scores: Float[Array, " b"],
     rejected_scores: Float[Array, " b"],
     *,
-    chosen_mask=None,
-    rejected_mask=None,
+    chosen_mask: Array | None = None,
+    rejected_mask: Array | None = None,
     length_normalize: bool = True,
     beta: float = 2.0,
     eta: float = 0.7,
@@ -257,12 +261,23 @@ def uni_dpo_loss(
     sequence log-probs (with ``eta=0`` instead of ``quality_weighting=False``, half of it).
 
     Args:
-        policy_chosen_logps, policy_rejected_logps, ref_chosen_logps, ref_rejected_logps:
-            sequence log-probs of shape ``(b,)``, or per-token log-probs ``(b, t)``
-            together with ``chosen_mask`` / ``rejected_mask`` (then reduced with
-            :func:`sequence_logps`, mean over tokens when ``length_normalize``).
-        chosen_scores, rejected_scores: external quality scores :math:`s_w, s_l`, ``(b,)``.
-        beta, eta, tau_ref, gamma, nll_weight (:math:`\lambda`), tau_good: see above.
+        policy_chosen_logps: policy log-probs of the chosen responses: sequence level
+            ``(b,)``, or per-token ``(b, t)`` together with ``chosen_mask`` (then reduced
+            with :func:`sequence_logps`, the mean over tokens when ``length_normalize``).
+        policy_rejected_logps: the same for the rejected responses (``rejected_mask``).
+        ref_chosen_logps: reference-model log-probs of the chosen responses.
+        ref_rejected_logps: reference-model log-probs of the rejected responses.
+        chosen_scores: external quality score :math:`s_w` of each chosen response, ``(b,)``.
+        rejected_scores: quality score :math:`s_l` of each rejected response, ``(b,)``.
+        chosen_mask: response-token mask for per-token chosen inputs (or None).
+        rejected_mask: response-token mask for per-token rejected inputs (or None).
+        length_normalize: mean instead of sum over tokens when masks are given.
+        beta: :math:`\beta > 0`.
+        eta: :math:`\eta`, slope of the quality weight.
+        tau_ref: :math:`\tau_\text{ref}`, margin shift of the focal weight.
+        gamma: :math:`\gamma \ge 0`, focal exponent.
+        nll_weight: :math:`\lambda \ge 0`, weight of the calibrated NLL term.
+        tau_good: :math:`\tau_\text{good}`, score above which a pair counts as good.
         quality_weighting: use :math:`w_\text{qual}` (False: 1).
         stop_gradient_weights: detach :math:`w_\text{perf}` from the gradient.
 

@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import optax
 from jax.flatten_util import ravel_pytree
 
-from jaxsolve.core import Status, make_solver
+from jaxsolve.core import Solver, Status, make_solver
 from jaxsolve.core.validation import check_positive
 from jaxsolve.second_order._linalg import cg_solve
 
@@ -181,7 +181,7 @@ def gauss_newton(
     cg_maxiter: int = 100,
     cg_tol: float = 1e-10,
     min_damping: float = 1e-12,
-):
+) -> Solver:
     r"""Gauss-Newton / Levenberg-Marquardt for :math:`\min_x \tfrac12\|r(x, \text{args})\|^2`.
 
     Each step solves :math:`(J^\top J + \mu I)\,d = -J^\top r` and moves

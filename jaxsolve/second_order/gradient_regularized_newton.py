@@ -24,13 +24,13 @@ Fisher, or any PSD operator); the global rates of the paper hold for each.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
-from jaxsolve.core import Status, make_solver
+from jaxsolve.core import Solver, Status, make_solver
 from jaxsolve.core.validation import check_floating, check_positive
 from jaxsolve.second_order._linalg import cg_solve, dense_from_matvec
 
@@ -253,11 +253,11 @@ def gradient_regularized_newton(
     per_example_loss: Callable | None = None,
     gamma0: float = 1.0,
     gamma_min: float = 1e-9,
-    norm_weights=None,
+    norm_weights: Any = None,
     max_backtracks: int = 40,
     cg_maxiter: int = 100,
     cg_tol: float = 1e-12,
-):
+) -> Solver:
     r"""Gradient-regularized Newton method (arXiv 2506.13710, Algorithm 1) as a Solver.
 
     Minimizes :math:`f(x)` = ``fun(x, args)`` (``x`` any pytree of floating arrays) by
