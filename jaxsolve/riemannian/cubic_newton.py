@@ -229,7 +229,7 @@ def cubic_newton(
     Manopt ``arc.m``'s (``sigma0 = 100 / typical_dist``). Reaches approximate
     second-order critical points in ``O(eps^{-3/2})`` iterations.
 
-    ``max_inner`` (static, default ``min(dim, 100)``) bounds the Krylov dimension: the
+    ``max_inner`` (static, default ``min(dim, 30)``) bounds the Krylov dimension: the
     basis is stored (``max_inner`` tangent vectors) and the step solves a
     ``max_inner x max_inner`` eigenproblem per Lanczos step.
     """
@@ -248,7 +248,7 @@ def cubic_newton(
     if sigma0 is None:
         sigma0 = 100.0 / manifold.typical_dist
     if max_inner is None:
-        max_inner = min(manifold.dim, 100)
+        max_inner = min(manifold.dim, 30)
     if not isinstance(max_inner, int) or max_inner < 1:
         raise ValueError(f"max_inner must be a positive int, got {max_inner!r}")
     hp = {
