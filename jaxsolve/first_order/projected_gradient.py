@@ -253,7 +253,8 @@ def _step(
             y,
             state.f_y,
             g_y,
-            state.lipschitz * hp["shrink"].astype(dtype),
+            # floor: on a locally linear f the estimate may shrink for ever; 1/L must stay finite
+            jnp.maximum(state.lipschitz * hp["shrink"].astype(dtype), jnp.finfo(dtype).tiny ** 0.5),
             fargs,
             pargs,
             hp["increase"].astype(dtype),
