@@ -111,3 +111,28 @@ def secant_step(cost, manifold, x, args, d, df0, alpha):
     a2 = jnp.abs(a2)
     y2 = manifold.retract(x, tree_scale(a2, d))
     return a2, y2, cost(y2, args)
+
+
+def check_point(manifold, x, name: str = "x0") -> None:
+    """Raise ``ValueError`` if the pytree ``x`` does not have the manifold's point shapes.
+
+    Runs at trace time on static shapes, so a wrong start fails before anything runs.
+    Manifolds without ``point_shape`` are not checked.
+    """
+    from jaxsolve.manifolds import Product
+
+    if isinstance(manifold, Product):
+        if not isinstance(x, tuple) or len(x) != len(manifold.manifolds):
+            raise ValueError(
+                f"{name} must be a tuple of {len(manifold.manifolds)} points for {manifold!r}"
+            )
+        for i, (m, xi) in enumerate(zip(manifold.manifolds, x, strict=True)):
+            check_point(m, xi, f"{name}[{i}]")
+        return
+    try:
+        want = tuple(manifold.point_shape)
+    except NotImplementedError:
+        return
+    got = tuple(jnp.shape(x))
+    if got != want:
+        raise ValueError(f"{name} must have shape {want} for {manifold!r}, got {got}")

@@ -9,7 +9,14 @@ import jax.numpy as jnp
 
 from jaxsolve.core import Status, make_solver
 from jaxsolve.manifolds.base import tree_axpy, tree_scale, tree_sub
-from jaxsolve.riemannian._common import backtrack, hp_as, secant_step, validate, value_and_rgrad
+from jaxsolve.riemannian._common import (
+    backtrack,
+    check_point,
+    hp_as,
+    secant_step,
+    validate,
+    value_and_rgrad,
+)
 
 __all__ = ["conjugate_gradient", "CGState", "CGInfo", "BETA_RULES"]
 
@@ -35,6 +42,7 @@ class CGInfo(NamedTuple):
 
 
 def _init(x0, args, *, hp, cost, manifold, beta_rule, max_linesearch):
+    check_point(manifold, x0)
     f, _, g = value_and_rgrad(cost, manifold, x0, args)
     return CGState(
         x0,

@@ -9,7 +9,13 @@ import jax.numpy as jnp
 
 from jaxsolve.core import Status, make_solver
 from jaxsolve.manifolds.base import tree_scale
-from jaxsolve.riemannian._common import hessian_operator, hp_as, validate, value_and_rgrad
+from jaxsolve.riemannian._common import (
+    check_point,
+    hessian_operator,
+    hp_as,
+    validate,
+    value_and_rgrad,
+)
 
 __all__ = ["cubic_newton", "ARCState", "ARCInfo", "solve_cubic_tridiagonal"]
 
@@ -145,6 +151,7 @@ def _lanczos_arc(manifold, x, g, gnorm, hess, sigma, theta, *, max_inner):
 
 
 def _init(x0, args, *, hp, cost, manifold, max_inner):
+    check_point(manifold, x0)
     f, eg, g = value_and_rgrad(cost, manifold, x0, args)
     hp = hp_as(hp, x0)
     return ARCState(

@@ -10,7 +10,14 @@ import jax.numpy as jnp
 from jaxsolve.core import Status, make_solver
 from jaxsolve.manifolds import Product
 from jaxsolve.manifolds.base import tree_scale
-from jaxsolve.riemannian._common import backtrack, hp_as, secant_step, validate, value_and_rgrad
+from jaxsolve.riemannian._common import (
+    backtrack,
+    check_point,
+    hp_as,
+    secant_step,
+    validate,
+    value_and_rgrad,
+)
 
 __all__ = ["gradient_descent", "GDState", "GDInfo"]
 
@@ -40,6 +47,7 @@ def _initial_alpha(f0, prev_f, df0, norm_d, hp):
 
 
 def _init(x0, args, *, hp, cost, manifold, alternating, max_linesearch):
+    check_point(manifold, x0)
     f, _, g = value_and_rgrad(cost, manifold, x0, args)
     nblocks = len(manifold) if alternating else 1
     return GDState(

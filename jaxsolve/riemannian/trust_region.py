@@ -9,7 +9,13 @@ import jax.numpy as jnp
 
 from jaxsolve.core import Status, make_solver
 from jaxsolve.manifolds.base import tree_axpy, tree_scale
-from jaxsolve.riemannian._common import hessian_operator, hp_as, validate, value_and_rgrad
+from jaxsolve.riemannian._common import (
+    check_point,
+    hessian_operator,
+    hp_as,
+    validate,
+    value_and_rgrad,
+)
 
 __all__ = ["trust_region", "TRState", "TRInfo", "TCG_STOP_REASONS"]
 
@@ -129,6 +135,7 @@ def _tcg(manifold, x, g, hess, radius, theta, kappa, *, min_inner, max_inner):
 
 
 def _init(x0, args, *, hp, cost, manifold, min_inner, max_inner):
+    check_point(manifold, x0)
     f, eg, g = value_and_rgrad(cost, manifold, x0, args)
     hp = hp_as(hp, x0)
     return TRState(

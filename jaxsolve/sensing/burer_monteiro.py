@@ -9,7 +9,7 @@ import jax.numpy as jnp
 
 from jaxsolve.core import Status, make_solver
 from jaxsolve.core.validation import check_positive
-from jaxsolve.sensing.problem import adjoint_residual, sensing_loss
+from jaxsolve.sensing.problem import adjoint_residual, check_measurements, sensing_loss
 
 __all__ = ["burer_monteiro", "BMState", "small_initial_point"]
 
@@ -23,6 +23,9 @@ class BMState(NamedTuple):
 
 
 def _init(y0, meas, *, hp):
+    if y0.ndim != 2:
+        raise ValueError(f"y0 must be an (m, r) factor, got shape {y0.shape}")
+    check_measurements(meas, y0.shape[0])
     s = adjoint_residual(y0 @ y0.T, meas)
     f = sensing_loss(y0 @ y0.T, meas)
     return BMState(y0, jnp.int32(0), jnp.linalg.norm(s @ y0), jnp.int32(Status.SUCCESS), f)

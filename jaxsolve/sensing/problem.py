@@ -137,6 +137,29 @@ def adjoint_residual(z, meas):
     return sym(jnp.einsum("n,nij->ij", r, meas.matrices) / jnp.sqrt(jnp.asarray(n, z.dtype)))
 
 
+def check_measurements(meas, m: int, name: str = "args") -> None:
+    """Raise ``ValueError`` unless ``meas`` are measurements of ``m x m`` matrices."""
+    if isinstance(meas, GramMeasurements):
+        if meas.gram.shape != (m * m, m * m) or meas.adj_y.shape != (m, m):
+            raise ValueError(
+                f"{name}: GramMeasurements of {m}x{m} matrices need gram {(m * m, m * m)} and "
+                f"adj_y {(m, m)}, got {meas.gram.shape} and {meas.adj_y.shape}"
+            )
+    elif isinstance(meas, GaussianMeasurements):
+        if meas.matrices.ndim != 3 or meas.matrices.shape[1:] != (m, m):
+            raise ValueError(
+                f"{name}: matrices must have shape (n, {m}, {m}), got {meas.matrices.shape}"
+            )
+        if meas.y.shape != meas.matrices.shape[:1]:
+            raise ValueError(
+                f"{name}: y must have shape {meas.matrices.shape[:1]}, got {meas.y.shape}"
+            )
+    else:
+        raise TypeError(
+            f"{name} must be GaussianMeasurements or GramMeasurements, got {type(meas).__name__}"
+        )
+
+
 def relative_error(z, a):
     """``||Z - A||_F / ||A||_F``."""
     return jnp.linalg.norm(z - a) / jnp.linalg.norm(a)

@@ -11,7 +11,7 @@ from jaxsolve.core import Status, make_solver
 from jaxsolve.core.validation import check_positive
 from jaxsolve.manifolds import Stiefel
 from jaxsolve.manifolds.base import sym
-from jaxsolve.sensing.problem import adjoint_residual, sensing_loss
+from jaxsolve.sensing.problem import adjoint_residual, check_measurements, sensing_loss
 
 __all__ = ["weight_normalized", "WNState", "WNInfo", "initial_point"]
 
@@ -42,7 +42,14 @@ def _gnorm(x, theta, meas):
 
 
 def _init(x0, meas, *, hp):
+    if not isinstance(x0, tuple) or len(x0) != 2:
+        raise ValueError("x0 must be a pair (X, Theta); see jaxsolve.sensing.initial_point")
     x, theta = x0
+    if x.ndim != 2 or theta.shape != (x.shape[1], x.shape[1]):
+        raise ValueError(
+            f"x0 = (X, Theta) needs X (m, r) and Theta (r, r), got {x.shape}, {theta.shape}"
+        )
+    check_measurements(meas, x.shape[0])
     f = sensing_loss(x @ theta @ x.T, meas)
     return WNState(x0, jnp.int32(0), _gnorm(x, theta, meas), jnp.int32(Status.SUCCESS), f)
 

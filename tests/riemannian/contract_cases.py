@@ -41,7 +41,12 @@ def _bad(make):
     def bad_cost():
         make(None, SPHERE)
 
-    return (bad_manifold, bad_cost)
+    def bad_shape():
+        import jaxsolve
+
+        jaxsolve.solve(make(_cost, SPHERE), jnp.ones(N + 1) / 3.0, jnp.eye(N + 1))
+
+    return (bad_manifold, bad_cost, bad_shape)
 
 
 def _case(name, make, variants, tol=1e-9, accuracy=1e-7, **kw):

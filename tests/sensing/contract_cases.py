@@ -37,6 +37,13 @@ def _bm_problem(key, dtype):
     return small_initial_point(k2, M, RA, scale=0.1, dtype=dtype), meas
 
 
+def _solve_bad(solver, x0):
+    import jaxsolve
+
+    meas, _ = make_problem(jax.random.key(0), M, RA, 400, 3.0, chunk=100, form="gram")
+    jaxsolve.solve(solver, x0, meas)  # x0 sized for M + 1: must raise before running
+
+
 def _nan(meas):
     return meas._replace(adj_y=meas.adj_y.at[0, 0].set(jnp.nan))
 
@@ -53,7 +60,10 @@ CASES = [
         accuracy=1e-8,
         hyper_variants=({"direction_step": 1.0}, {"direction_step": 0.8}),
         nan_args=_nan,
-        bad_inputs=(lambda: weight_normalized(direction_step=0.0),),
+        bad_inputs=(
+            lambda: weight_normalized(direction_step=0.0),
+            lambda: _solve_bad(weight_normalized(), initial_point(jax.random.key(0), M + 1, M)),
+        ),
     ),
     SolverCase(
         name="sensing.burer_monteiro",
@@ -66,6 +76,9 @@ CASES = [
         accuracy=1e-8,
         hyper_variants=({"stepsize": 0.5}, {"stepsize": 0.4}),
         nan_args=_nan,
-        bad_inputs=(lambda: burer_monteiro(stepsize=-1.0),),
+        bad_inputs=(
+            lambda: burer_monteiro(stepsize=-1.0),
+            lambda: _solve_bad(burer_monteiro(), jnp.ones((M + 1, RA))),
+        ),
     ),
 ]
