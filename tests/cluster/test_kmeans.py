@@ -197,3 +197,23 @@ def test_datasets_vs_sklearn(name):
     km = KMeans(k, n_init=10, random_state=0).fit(x)
     assert _inertia(x, labels) <= 1.02 * km.inertia_
     assert adjusted_rand_score(y, labels) >= adjusted_rand_score(y, km.labels_) - 0.03
+
+
+def test_centred_sphere_and_lift_pass_taylor_checks():
+    """The K-means product manifold (centred sphere x O_r): Taylor slopes 2 and 3.
+
+    A smooth cost of the lift ``U`` exercises both factors' Weingarten terms (the
+    log-barrier itself is too stiff for a clean slope window; its Hessian is checked
+    against the toolbox's in test_structured_subproblem_matches_dense_hessian)."""
+    from jaxsolve.manifolds import check_gradient, check_hessian
+
+    n, k, r = 12, 3, 4
+    x = feasible_point(jax.random.key(5), n, k, r)
+    man = kmeans_manifold(n, k, r)
+    b = jax.random.normal(jax.random.key(1), (n, r))
+    cost = lambda z, a: jnp.sum(jnp.sin(3 * lift(*z)) * a)
+    gc = check_gradient(cost, man, x, b)
+    hc = check_hessian(cost, man, x, b)
+    assert 1.95 <= gc.slope <= 2.05
+    assert 2.95 <= hc.slope <= 3.05
+    assert hc.symmetry < 1e-10
