@@ -7,6 +7,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Float
 
 from jaxsolve.core import make_solver, solve
 from jaxsolve.ot.grid import Grid
@@ -91,8 +92,15 @@ def _step(state, args, *, hp, sub):
 
 
 def w2(
-    a, b, grid: Grid | None = None, *, tol=None, max_steps: int = 1000, stepsize=1.0, subsample=2
-):
+    a: Float[ArrayLike, " *grid"],
+    b: Float[ArrayLike, " *grid"],
+    grid: Grid | None = None,
+    *,
+    tol: float | None = None,
+    max_steps: int = 1000,
+    stepsize: float = 1.0,
+    subsample: int = 2,
+) -> Float[Array, ""]:
     r"""Squared 2-Wasserstein distance :math:`W_2^2(a, b)` between two grid histograms.
 
     The same machinery as :func:`barycenter` (Jacobs & Léger's back-and-forth operators; Kim et

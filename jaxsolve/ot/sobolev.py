@@ -24,6 +24,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import ArrayLike, Float
 
 from jaxsolve.core import Solution, make_solver, solve
 from jaxsolve.core.validation import is_concrete
@@ -177,7 +178,7 @@ def sobolev_barycenter(
     schedule: str = "adaptive",
     grow: float = 1.05,
     shrink: float = 0.7,
-    method="hull",
+    method: str = "hull",
 ):
     r"""Sobolev gradient ascent (SGA) for the 2-Wasserstein barycenter of grid densities.
 
@@ -302,8 +303,8 @@ def _default_tol(dtype, grid):
 
 
 def barycenter(
-    densities,
-    weights=None,
+    densities: Float[ArrayLike, " m *grid"] | list,
+    weights: Float[ArrayLike, " m"] | None = None,
     *,
     grid: Grid | None = None,
     tol: float | None = None,
@@ -334,7 +335,9 @@ def barycenter(
             above the measured discretization floor, ``0.1 h`` in 1D and ``0.03 h`` in 2D/3D
             (twice that in float32).
         max_steps: step budget.
-        stepsize, subsample, schedule: see :func:`sobolev_barycenter`.
+        stepsize: initial dimensionless step, see :func:`sobolev_barycenter`.
+        subsample: sub-cells per axis in the pushforward, see :func:`sobolev_barycenter`.
+        schedule: step-size rule, see :func:`sobolev_barycenter`.
         history: record ``error`` per step in ``sol.history``.
         progress: show a progress bar (host-driven chunks).
 

@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.scipy.fft import dctn, idctn
+from jaxtyping import Array, ArrayLike, Float
 
 from jaxsolve.ot.grid import Grid
 
@@ -130,7 +131,14 @@ def _legendre_jit(u, grid, queries, sub, method):
     return _legendre(u, grid, queries=queries, sub=sub, method=method)
 
 
-def legendre(u, grid: Grid | None = None, *, queries: str = "centres", sub: int = 1, method="hull"):
+def legendre(
+    u: Float[ArrayLike, " ..."],
+    grid: Grid | None = None,
+    *,
+    queries: str = "centres",
+    sub: int = 1,
+    method: str = "hull",
+) -> Float[Array, " ..."]:
     r"""Discrete Legendre transform :math:`u^*(x) = \max_{y} \langle x, y\rangle - u(y)` on a grid.
 
     ``y`` runs over the cell centres of ``grid``; :math:`u^*` is computed separably,
@@ -199,7 +207,9 @@ def _half_sq_norm(grid, dtype, queries="centres", sub=1):
 
 
 @partial(jax.jit, static_argnames=("grid", "method"))
-def c_transform(f, grid: Grid | None = None, *, method="hull"):
+def c_transform(
+    f: Float[Array, " *grid"], grid: Grid | None = None, *, method: str = "hull"
+) -> Float[Array, " *grid"]:
     r"""Discrete c-transform for :math:`c(x, y) = \tfrac12 |x - y|^2` on the grid's cell centres.
 
     :math:`f^c(x) = \min_y \tfrac12|x - y|^2 - f(y) = q(x) - (q - f)^*(x)` with
@@ -211,7 +221,9 @@ def c_transform(f, grid: Grid | None = None, *, method="hull"):
 
 
 @partial(jax.jit, static_argnames=("grid", "sub", "method"))
-def transport_map(f, grid: Grid | None = None, *, sub: int = 1, method="hull"):
+def transport_map(
+    f: Float[Array, " *grid"], grid: Grid | None = None, *, sub: int = 1, method: str = "hull"
+) -> Float[Array, " *fine d"]:
     r"""The map :math:`T = \nabla (q - f)^*` of :math:`f^c` (:math:`T(x) = x - \nabla f^c(x)`).
 
     The conjugate :math:`\psi = (q - f)^*` is evaluated at the corners of a ``sub``-times
@@ -251,7 +263,9 @@ def _refine(hist, sub):
 
 
 @partial(jax.jit, static_argnames=("grid",))
-def pushforward(hist, points, grid: Grid | None = None):
+def pushforward(
+    hist: Float[Array, " *grid"], points: Float[Array, " *fine d"], grid: Grid | None = None
+) -> Float[Array, " *grid"]:
     r"""Push a grid histogram forward by a map given at (sub-)cell centres; mass conserving.
 
     ``points`` has shape ``(*[sub * n_a], d)``: the image of each sub-cell centre (``sub = 1``:
@@ -302,7 +316,9 @@ def neumann_eigenvalues(grid: Grid, dtype=jnp.float64):
 
 
 @partial(jax.jit, static_argnames=("grid",))
-def inverse_laplacian(r, grid: Grid | None = None):
+def inverse_laplacian(
+    r: Float[Array, " *grid"], grid: Grid | None = None
+) -> Float[Array, " *grid"]:
     r"""Solve :math:`-\Delta_h u = r - \bar r` with Neumann boundary conditions, :math:`\bar u = 0`.
 
     :math:`\Delta_h` is the standard (2d+1)-point Laplacian with spacing :math:`1/n_a` and
