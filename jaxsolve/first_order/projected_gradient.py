@@ -174,18 +174,18 @@ def _backtrack(fun, projection, y, f_y, g_y, L0, fargs, pargs, increase, *, spli
         local = jnp.where(dd > 0, local, jnp.zeros_like(local))
         return xp, fp, gp, local
 
+    # One traced copy of the trial (smaller program, faster compile): k = 0 is the first try.
     def cond(c):
         L, _, _, _, local, k = c
-        return (local > L) & (k < max_trials)
+        return (k == 0) | ((local > L) & (k < max_trials))
 
     def body(c):
         L, _, _, _, local, k = c
-        L = jnp.maximum(local, increase * L)
+        L = jnp.where(k == 0, L, jnp.maximum(local, increase * L))
         xp, fp, gp, local = trial(L)
         return L, xp, fp, gp, local, k + 1
 
-    xp, fp, gp, local = trial(L0)
-    init = (L0, xp, fp, gp, local, jnp.int32(1))
+    init = (L0, y, f_y, g_y, jnp.asarray(jnp.inf, dtype), jnp.int32(0))
     L, xp, fp, gp, local, k = jax.lax.while_loop(cond, body, init)
     failed = local > L  # NaN is not a failure of the search: the driver reports NONFINITE
     return L, xp, fp, gp, k, failed
