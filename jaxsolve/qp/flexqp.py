@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.linalg import cho_solve
 
-from jaxsolve.core import Status, make_solver
+from jaxsolve.core import Solver, Status, make_solver
 from jaxsolve.qp.problem import QP
 
 __all__ = ["flexqp", "FlexQPState", "FlexQPInfo", "WarmStart"]
@@ -233,9 +233,21 @@ def _residuals(d: Scaled, x, z, y, pending_on):
     Ax_u, z_u = Einv * Ax, Einv * z
     rp_u = _amax(Ax_u - z_u)
     rd_u = _amax(Px_u + q_u + Dinv * Aty / d.c)
+    # Duality gap of the relaxed problem: for (z, y) pairs built by the relaxed update
+    # (y in mu * subdifferential of dist at z), gap = x'Px + q'x + y'z (as OSQP 1.x, it
+    # makes SUCCESS imply an accurate objective, not only small residuals).
+    # Relative to the size of the terms (|y|'|z|: they cancel at large elastic weights).
+    xPx, qx, yz = x @ Px / d.c, d.q @ x / d.c, y @ z / d.c
+    yz_abs = jnp.abs(y) @ jnp.abs(z) / d.c
+    gap = jnp.abs(xPx + qx + yz) / (
+        1.0 + jnp.maximum(jnp.maximum(jnp.abs(xPx), jnp.abs(qx)), yz_abs)
+    )
     kkt = jnp.maximum(
-        rp_u / (1.0 + jnp.maximum(_amax(Ax_u), _amax(z_u))),
-        rd_u / (1.0 + jnp.maximum(jnp.maximum(_amax(Px_u), _amax(Aty_u)), _amax(q_u))),
+        jnp.maximum(
+            rp_u / (1.0 + jnp.maximum(_amax(Ax_u), _amax(z_u))),
+            rd_u / (1.0 + jnp.maximum(jnp.maximum(_amax(Px_u), _amax(Aty_u)), _amax(q_u))),
+        ),
+        gap,
     )
     sat_abs = _amax(jnp.maximum(z_u - d.up, 0) + jnp.maximum(d.lo - z_u, 0))
     sat = sat_abs / (1.0 + _amax(z_u))
@@ -255,8 +267,10 @@ def _unscale(d: Scaled, xs, zs, ys):
     return d.D * xs, zs / d.E, d.E * ys / d.c
 
 
-def _init(x0, qp: QP, *, hp, check_every, scaling_iters, polish, polish_refine, adaptive_rho):
-    del check_every, polish, polish_refine, adaptive_rho
+def _init(
+    x0, qp: QP, *, hp, check_every, scaling_iters, polish, polish_refine, adaptive_rho, polish_every
+):
+    del check_every, polish, polish_refine, adaptive_rho, polish_every
     dtype = qp.q.dtype
     hp = _hp(hp, dtype)
     d = _prepare(qp, hp, scaling_iters)
@@ -327,8 +341,9 @@ def _step(
     polish,
     polish_refine,
     adaptive_rho,
+    polish_every,
 ):
-    del scaling_iters, polish, polish_refine
+    del scaling_iters, polish
     dtype = state.xs.dtype
     hp = _hp(hp, dtype)
     d = state.data
@@ -379,6 +394,27 @@ def _step(
     cert = (ndx > 1e3 * jnp.finfo(dtype).tiny) & (_amax(Pdx) <= eps) & (qdx <= -eps) & cone
     unb = jnp.where(cert, state.unb_count + 1, 0).astype(jnp.int32)
     status = jnp.where(unb >= 3, jnp.int32(Status.UNBOUNDED), state.status).astype(jnp.int32)
+
+    if polish_every > 0:
+        # In-loop polishing: once the active set is right (after a warm start, usually at
+        # once) the polished point ends the run. Kept only if it lowers the error; the
+        # ADMM iterates continue from it otherwise unchanged. Under vmap the lax.cond
+        # becomes a select, so batched users keep polish_every=0 (the default).
+        pending = new_level < hp["mu_max"]
+        delta = jnp.maximum(hp["delta"], 1e3 * jnp.finfo(dtype).eps)
+        err_now = jnp.maximum(res.kkt, jnp.where(pending, res.sat, 0.0))
+        # steps 1, 2, 4, 8, ... (early: warm starts) and every polish_every-th step
+        k = state.iter_num + 1
+        attempt = (k % polish_every == 0) | ((k & (k - 1)) == 0)
+
+        def try_polish(_):
+            xp, zp, yp = _polish(d, xs, zs, ys, new_level, delta, polish_refine)
+            rp = _residuals(d, xp, zp, yp, pending)
+            ok = jnp.isfinite(rp.error) & (rp.error < err_now)
+            pick = lambda a, b: jnp.where(ok, a, b)
+            return pick(xp, xs), pick(zp, zs), pick(yp, ys), jax.tree.map(pick, rp, res)
+
+        xs, zs, ys, res = jax.lax.cond(attempt, try_polish, lambda _: (xs, zs, ys, res), None)
 
     error = jnp.maximum(res.kkt, jnp.where(new_level < hp["mu_max"], res.sat, 0.0))
     x, z, y = _unscale(d, xs, zs, ys)
@@ -475,8 +511,9 @@ def _finalize(
     polish,
     polish_refine,
     adaptive_rho,
+    polish_every,
 ):
-    del check_every, scaling_iters, adaptive_rho
+    del check_every, scaling_iters, adaptive_rho, polish_every
     dtype = state.xs.dtype
     hp = _hp(hp, dtype)
     d = state.data
@@ -529,7 +566,8 @@ def flexqp(
     polish: bool = True,
     polish_refine: int = 5,
     adaptive_rho: bool = True,
-):
+    polish_every: int = 0,
+) -> Solver:
     r"""FlexQP: ADMM on the exact l1 (elastic) relaxation of a QP (Oshin et al., 2025).
 
     For ``QP(P, q, A, l, u)`` it solves the always-feasible relaxation
@@ -565,8 +603,8 @@ def flexqp(
       multiplied by ``mu_factor`` (uniformly on all rows, so the infeasible limit is the
       *unweighted* l1 violation) whenever the relaxed iteration has settled while rows
       stay violated with saturated multipliers; capped at ``mu_max``.
-    * ``error`` = max of the relative relaxed KKT residuals (OSQP's with
-      ``eps_abs = eps_rel = tol``) and, while ``mu < mu_max``, the relative violation.
+    * ``error`` = max of the relative relaxed KKT residuals and duality gap (OSQP 1.x's
+      criteria with ``eps_abs = eps_rel = tol``) and, while ``mu < mu_max``, the relative violation.
       So ``SUCCESS`` always means a feasible point (to ``tol``); an infeasible QP
       converges only at ``mu_max`` and then ``finalize`` declares ``INFEASIBLE``.
     * ``finalize`` polishes (active-set KKT solve with ``polish_refine`` refinement
@@ -583,10 +621,13 @@ def flexqp(
         check_every: ADMM iterations per ``step`` (static). scaling_iters: Ruiz passes.
         polish: polish in ``finalize``. polish_refine: refinement steps.
         adaptive_rho: use the OSQP rho rule.
+        polish_every: also try polishing inside the loop at the first step and every
+            ``polish_every`` steps (0: only in ``finalize``). Worth it for single,
+            high-accuracy or warm-started solves; under ``vmap`` the attempt runs on every
+            step (a ``lax.cond`` becomes a select), so keep 0 for batches.
 
     Returns:
-        A :class:`~jaxsolve.Solver`; ``args`` is a :class:`~jaxsolve.qp.QP`, ``x0`` an
-        ``(n,)`` array or a :class:`WarmStart`.
+        The solver: ``args`` is a :class:`~jaxsolve.qp.QP`, ``x0`` an ``(n,)`` array or a :class:`WarmStart`.
     """
     for name, v in (
         ("rho", rho),
@@ -605,6 +646,7 @@ def flexqp(
         ("check_every", check_every),
         ("scaling_iters", scaling_iters),
         ("polish_refine", polish_refine),
+        ("polish_every", polish_every),
     ):
         if (
             isinstance(v, bool)
@@ -635,4 +677,5 @@ def flexqp(
         polish=bool(polish),
         polish_refine=int(polish_refine),
         adaptive_rho=bool(adaptive_rho),
+        polish_every=int(polish_every),
     )

@@ -30,6 +30,7 @@ __all__ = [
     "infeasible_qp",
     "load_maros_meszaros",
     "maros_meszaros_names",
+    "shift_mpc_warm_start",
 ]
 
 _INF = jnp.inf
@@ -347,3 +348,32 @@ def load_maros_meszaros(name_or_path: str | os.PathLike, *, dtype=jnp.float64) -
     u = np.where(u >= 1e20, np.inf, u)
     P = 0.5 * (P + P.T)
     return QP(*(jnp.asarray(v, dtype) for v in (P, q, A, l, u)))
+
+
+def shift_mpc_warm_start(previous, qp: QP, nx: int, nu: int, T: int):
+    r"""The standard MPC warm start: the previous solution shifted by one time step.
+
+    ``previous`` is a :class:`~jaxsolve.Solution` of :func:`mpc` (same ``nx, nu, T``);
+    ``qp`` the next problem. States ``(x_1..x_T, x_T)``, inputs ``(u_1..u_{T-1},
+    u_{T-1})`` and the multipliers of the dynamics and bound rows are shifted the same
+    way; the relaxed copy is ``clip(A x, l, u)`` of the new problem.
+    Returns a :class:`~jaxsolve.qp.WarmStart` for ``solve_qp(qp, x0=...)``.
+    """
+    from jaxsolve.qp.flexqp import WarmStart
+
+    st = previous.state
+    Nx = (T + 1) * nx
+
+    def shift_vars(v):
+        xs = v[:Nx].reshape(T + 1, nx)
+        us = v[Nx:].reshape(T, nu)
+        xs = jnp.concatenate([xs[1:], xs[-1:]])
+        us = jnp.concatenate([us[1:], us[-1:]])
+        return jnp.concatenate([xs.ravel(), us.ravel()])
+
+    x = shift_vars(st.x)
+    y_eq = st.y[:Nx].reshape(T + 1, nx)  # row 0: x_0 = x0, rows 1..T: dynamics
+    y_eq = jnp.concatenate([y_eq[1:2], y_eq[2:], y_eq[-1:]]).ravel()
+    y = jnp.concatenate([y_eq, shift_vars(st.y[Nx:])])
+    z = jnp.clip(qp.A @ x, qp.l, qp.u)
+    return WarmStart(x, y, z, st.rho, st.mu)

@@ -9,6 +9,7 @@ previous solution, and implicit derivatives of ``x`` (and ``y``) with respect to
 from __future__ import annotations
 
 from functools import partial
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -102,16 +103,16 @@ def _solve_implicit_jvp(solver, max_steps, history, primals, tangents):
 
 def solve_qp(
     qp: QP,
-    x0=None,
+    x0: jax.Array | WarmStart | None = None,
     *,
     tol: float | None = None,
     max_steps: int = 1000,
-    warm_start=None,
+    warm_start: Solution | FlexQPState | None = None,
     loop: str = "while",
     implicit: bool = True,
     throw: bool = False,
     history: bool = False,
-    **hyper,
+    **hyper: Any,
 ) -> Solution:
     r"""Solve ``min 1/2 x'Px + q'x  s.t.  l <= A x <= u`` with FlexQP.
 
@@ -136,7 +137,8 @@ def solve_qp(
             derivative with respect to ``x0`` is zero.
         throw: raise :class:`~jaxsolve.SolverError` on a failure status.
         history: record the per-step error.
-        **hyper: hyperparameters of :func:`~jaxsolve.qp.flexqp`.
+        **hyper: hyperparameters of :func:`~jaxsolve.qp.flexqp`; ``polish_every``
+            defaults to 5 for a single QP and 0 for a batch.
 
     Implicit differentiation: with ``F`` from :func:`kkt_residual`,
     :math:`\partial_{(x,y)} F\, (\dot x, \dot y) = -\partial_\theta F\, \dot\theta`
@@ -146,8 +148,11 @@ def solve_qp(
     validate_qp(qp)
     if loop not in ("while", "fixed"):
         raise ValueError(f"loop must be 'while' or 'fixed', got {loop!r}")
-    solver = flexqp(**hyper)
     batched = qp.q.ndim == 2
+    # In-loop polishing pays off for single solves (warm starts end at the first
+    # polish); in a batch it would run on every step, so it is off there.
+    hyper.setdefault("polish_every", 0 if batched else 5)
+    solver = flexqp(**hyper)
     dtype = qp.q.dtype
     if warm_start is not None:
         x0 = warm_start_from(warm_start)

@@ -41,6 +41,9 @@ def _lane(qp, i):
 # ---------------------------------------------------------------- exactness vs references
 
 
+_SLOW = pytest.mark.slow  # three more classes: ~10 s of compilation each
+
+
 @pytest.mark.parametrize(
     "make",
     [
@@ -48,9 +51,9 @@ def _lane(qp, i):
         lambda k: problems.eq_qp(k, 12, 6),
         lambda k: problems.portfolio(k, 1, 12),
         lambda k: problems.mpc(k, 3, 2, 5),
-        lambda k: problems.lasso(k, 3, 12),
-        lambda k: problems.huber(k, 2, 8),
-        lambda k: problems.svm(k, 2, 10),
+        pytest.param(lambda k: problems.lasso(k, 3, 12), marks=_SLOW),
+        pytest.param(lambda k: problems.huber(k, 2, 8), marks=_SLOW),
+        pytest.param(lambda k: problems.svm(k, 2, 10), marks=_SLOW),
     ],
     ids=["random", "eq", "portfolio", "mpc", "lasso", "huber", "svm"],
 )
@@ -305,19 +308,22 @@ def test_warm_start_portfolio_changing_returns():
 
 
 def test_warm_start_mpc_moving_state():
-    """MPC with the initial state moving along the closed loop: warm <= half of cold."""
+    """MPC with the initial state moving along the closed loop, warm-started from the
+    previous plan shifted by one step: at most half the ADMM iterations of cold starts."""
     key = jax.random.key(2)
-    qp = problems.mpc(key, 4, 2, 8)
-    nx = 4
-    x_state = -qp.l[:nx]  # x0 from the first equality rows
+    nx, nu, T = 6, 3, 10
+    qp = problems.mpc(key, nx, nu, T)
+    xmax = qp.u[(T + 1) * nx : (T + 2) * nx]
+    x_state = 0.95 * xmax * jnp.sign(jax.random.normal(jax.random.key(9), (nx,)))
     prev = None
     cold_total = warm_total = 0
     for _ in range(5):
-        qp = problems.mpc(key, 4, 2, 8, x0=x_state)
+        qp = problems.mpc(key, nx, nu, T, x0=x_state)
         cold = solve_qp(qp, tol=1e-7, max_steps=2000)
         assert int(cold.status) == Status.SUCCESS
         if prev is not None:
-            warm = solve_qp(qp, tol=1e-7, max_steps=2000, warm_start=prev)
+            start = problems.shift_mpc_warm_start(prev, qp, nx, nu, T)
+            warm = solve_qp(qp, start, tol=1e-7, max_steps=2000)
             assert int(warm.status) == Status.SUCCESS
             assert rel(warm.x, cold.x) <= 1e-6
             cold_total += _iters(cold)
@@ -350,7 +356,8 @@ def test_float32_random_classes():
 
 
 def test_gradients_all_leaves_implicit_unrolled_fd():
-    """d/d(P, q, A, l, u) of sum(sin(x*)): implicit = unrolled = central differences."""
+    """d/d(P, q, A, l, u) of sum(sin(x*)): implicit = unrolled = central differences,
+    along one random direction in all five leaves at once and along each leaf alone."""
     qp = problems.random_qp(jax.random.key(1), 5, 8)
 
     def loss(qp, **kw):
@@ -358,21 +365,27 @@ def test_gradients_all_leaves_implicit_unrolled_fd():
 
     g_imp = jax.grad(loss)(qp)
     g_unr = jax.grad(lambda qp: loss(qp, loop="fixed", max_steps=80))(qp)
-    eps = 1e-6
+    dirs = []
     for i, name in enumerate(QP._fields):
         leaf = getattr(qp, name)
         d = jax.random.normal(jax.random.key(10 + i), leaf.shape)
         d = jnp.where(jnp.isfinite(leaf), d, 0.0)
-        if name == "P":
-            d = d + d.T
-        fd = (
-            loss(qp._replace(**{name: leaf + eps * d}))
-            - loss(qp._replace(**{name: leaf - eps * d}))
-        ) / (2 * eps)
-        gi = jnp.sum(jnp.where(jnp.isfinite(leaf), getattr(g_imp, name), 0.0) * d)
-        gu = jnp.sum(jnp.where(jnp.isfinite(leaf), getattr(g_unr, name), 0.0) * d)
-        assert abs(gi - fd) <= 1e-5 * max(1, abs(fd)), (name, gi, fd)
-        assert abs(gu - fd) <= 1e-5 * max(1, abs(fd)), (name, gu, fd)
+        dirs.append(d + d.T if name == "P" else d)
+    D = QP(*dirs)
+    dot = lambda g: sum(
+        float(jnp.sum(jnp.where(jnp.isfinite(a), a, 0.0) * b)) for a, b in zip(g, D, strict=True)
+    )
+    eps = 1e-6
+    plus = QP(*(a + eps * b for a, b in zip(qp, D, strict=True)))
+    minus = QP(*(a - eps * b for a, b in zip(qp, D, strict=True)))
+    fd = (float(loss(plus)) - float(loss(minus))) / (2 * eps)
+    assert abs(dot(g_imp) - fd) <= 1e-5 * max(1, abs(fd)), (dot(g_imp), fd)
+    assert abs(dot(g_unr) - fd) <= 1e-5 * max(1, abs(fd)), (dot(g_unr), fd)
+    # each leaf carries a nonzero part of the derivative, and implicit = unrolled per leaf
+    for a, b, d in zip(g_imp, g_unr, D, strict=True):
+        ga = float(jnp.sum(jnp.where(jnp.isfinite(a), a, 0.0) * d))
+        gb = float(jnp.sum(jnp.where(jnp.isfinite(b), b, 0.0) * d))
+        assert abs(ga) > 1e-3 and abs(ga - gb) <= 1e-6 * max(1, abs(ga))
 
 
 def test_gradient_under_vmap_and_jit():
