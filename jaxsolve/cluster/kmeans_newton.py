@@ -132,7 +132,6 @@ class _Structure(NamedTuple):
     xbar: jax.Array  # (n, d+1) = [X, 1]
     rgen: jax.Array  # (m_w + 1, n, p): border rows C_k and V
     h_om: jax.Array  # (m_w, m_w)
-    d: int
 
 
 def _structure(x, g, data, mu, basis):
@@ -160,7 +159,7 @@ def _structure(x, g, data, mu, basis):
     h_om = 0.5 * (h_om + h_om.T)
     rgen = jnp.concatenate([hv, v[None]], axis=0)
     xbar = jnp.concatenate([data, jnp.ones((n, 1), dt)], axis=1)
-    return _Structure(evals, evecs, xbar, rgen, h_om, data.shape[1])
+    return _Structure(evals, evecs, xbar, rgen, h_om)
 
 
 def _binv(st, lam, r):
@@ -175,6 +174,7 @@ def _factor(st, lam):
     n, p = st.evals.shape
     dt = st.evals.dtype
     d1 = st.xbar.shape[1]
+    nd = d1 - 1  # data dimension d (xbar = [X, 1])
     m_w = st.h_om.shape[0]
     inv = 1.0 / (st.evals + lam)
     binv_blocks = jnp.einsum("iab,ib,icb->iac", st.evecs, inv, st.evecs)  # (n, p, p)
@@ -184,13 +184,13 @@ def _factor(st, lam):
     kg = jnp.einsum("ia,jic->jac", st.xbar, rb).reshape(-1, d1 * p)  # (m_g, d1 p)
     gg = jnp.einsum("jic,lic->jl", st.rgen, rb)
     m_g = st.rgen.shape[0]
-    fk = jnp.concatenate([jnp.full((st.d * p,), 0.5, dt), jnp.zeros((p,), dt)])
+    fk = jnp.concatenate([jnp.full((nd * p,), 0.5, dt), jnp.zeros((p,), dt)])
     fg = jnp.zeros((m_g, m_g), dt).at[:m_w, :m_w].set(st.h_om + lam * jnp.eye(m_w, dtype=dt))
     s = jnp.block([[jnp.diag(fk) - kk, -kg.T], [-kg, fg - gg]])
     # a = data z (first d p) and omega; c = nu (p) and eta (1).
     m = s.shape[0]
-    idx_a = jnp.concatenate([jnp.arange(st.d * p), d1 * p + jnp.arange(m_w)])
-    idx_c = jnp.concatenate([st.d * p + jnp.arange(p), jnp.array([m - 1])])
+    idx_a = jnp.concatenate([jnp.arange(nd * p), d1 * p + jnp.arange(m_w)])
+    idx_c = jnp.concatenate([nd * p + jnp.arange(p), jnp.array([m - 1])])
     s_aa = s[idx_a][:, idx_a]
     s_ac = s[idx_a][:, idx_c]
     s_cc = s[idx_c][:, idx_c]
