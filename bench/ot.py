@@ -4,7 +4,8 @@ Problem: 4 anti-aliased disks of different centres and radii (a location-scale f
 weights, on n x n grids. The exact barycenter is the disk of mean centre and mean radius, with
 functional F* = sum_i w_i (|c_i - c|^2 + (r_i - r)^2 / 2) (Sigma w W2^2 convention). Each output
 is scored with POT's exact ``ot.emd2`` on the supports (masses below 1e-7 of the maximum are
-dropped and renormalized, which can only flatter the blurred entropic output), and the gap is
+dropped and renormalized, 1e-3 for POT's output at 256 x 256 to keep the LP tractable; this can
+only flatter the blurred entropic output), and the gap is
 F / F* - 1.
 
 * POT ``ot.bregman.convolutional_barycenter2d`` (exp domain, its default stopThr) at each reg in
@@ -70,6 +71,9 @@ def truth(grid: Grid):
 def functional(bar, mus, grid: Grid, thresh=1e-7):
     b = np.maximum(np.asarray(bar, np.float64), 0).ravel()
     ib = np.flatnonzero(b > thresh * b.max())
+    dropped = 1 - b[ib].sum() / b.sum()
+    if dropped > 1e-6:
+        print(f"    (scoring dropped {dropped:.1e} of the mass below {thresh:g} x max)")
     pts = grid.points_flat()
     total = 0.0
     for w, mu in zip(W, mus, strict=True):
@@ -89,7 +93,10 @@ def run_pot(mus, grid, fstar, regs=REGS):
             bar = ot.bregman.convolutional_barycenter2d(mus, reg, weights=W)
             t = time.perf_counter() - t0
         ok = bool(np.all(np.isfinite(bar))) and bar.sum() > 0
-        gap = functional(bar, mus, grid) / fstar - 1 if ok else float("nan")
+        # the blurred entropic output has a huge support; at 256^2 its tail below 1e-3 x max is
+        # dropped before the exact LP scoring (which can only lower, i.e. flatter, POT's gap)
+        thresh = 1e-3 if grid.shape[0] >= 256 else 1e-7
+        gap = functional(bar, mus, grid, thresh) / fstar - 1 if ok else float("nan")
         rows.append({"reg": reg, "time": t, "gap": gap, "ok": ok})
         print(f"  POT conv reg={reg:g}: {t:.2f}s gap={gap:.3e}", flush=True)
     return rows
@@ -183,10 +190,13 @@ def bench_512(steps=60):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--sizes", type=int, nargs="*", default=None, help="grid sizes (full run)")
     ns = parser.parse_args(argv)
     if ot is None:
         print("POT is not installed: skipping the POT peer (pip install pot)")
     sizes = [(64, 2)] if ns.quick else [(128, 2), (256, 1)]
+    if ns.sizes and not ns.quick:
+        sizes = [(n, 2 if n <= 128 else 1) for n in ns.sizes]
     results = [bench_size(n, sub, ns.quick) for n, sub in sizes]
     big = None if ns.quick else bench_512()
     lines = [
