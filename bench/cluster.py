@@ -153,7 +153,7 @@ def bench_ratio_cut(n_sub, full, rows):
             cost = float(ratio_cut_cost(f, wn))
             res[(n, man)] = (cost, t1)
             out.append(
-                f"| {n} | {man} | CG | {int(sol.num_steps)} | {cost:.4f} | {_accuracy(ys, lab):.3f} | "
+                f"| {n} | {man} | CG | {int(sol.num_steps)} | {cost:.6f} | {_accuracy(ys, lab):.3f} | "
                 f"{normalized_mutual_info_score(ys, lab):.3f} | {t1:.2f} | {c1:.1f} |"
             )
         t = time.perf_counter()
@@ -167,7 +167,7 @@ def bench_ratio_cut(n_sub, full, rows):
     rim, ds = res[(n_sub, "rim")], res[(n_sub, "doubly_stochastic")]
     out.append("")
     out.append(
-        f"At n = {n_sub}: cost ratio RIM/DS = {rim[0] / ds[0]:.3f}, time ratio RIM/DS = "
+        f"At n = {n_sub}: cost ratio RIM/DS = {rim[0] / ds[0]:.6f}, time ratio RIM/DS = "
         f"{rim[1] / ds[1]:.3f}. Both start from a random point of their manifold, run "
         "Riemannian CG (Hestenes-Stiefel, Armijo) for at most 300 steps on the same "
         "normalized graph; the DS relaxation is `F = Z B` with `Z` doubly stochastic "
