@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxsolve.core import Status, make_solver
+from jaxsolve.core.validation import check_positive
 from jaxsolve.manifolds import Product
 from jaxsolve.manifolds.base import tree_scale
 from jaxsolve.riemannian._common import (
@@ -143,7 +144,10 @@ def gradient_descent(
     ``f(R(-alpha g)) <= f - sufficient_decrease * alpha * ||g||^2`` (Absil, Mahony and
     Sepulchre 2008, Algorithm 1). The first trial follows Manopt/pymanopt's
     ``linesearch``: ``alpha0 = optimism * 2 (f_k - f_{k-1}) / (-||g||^2)``, and
-    ``initial_step / ||g||`` at the first step. Near the minimizer, where the decrease
+    ``initial_step / ||g||`` at the first step (and always when ``optimism=0``: that
+    rule divides two cost differences, so its last digits follow the rounding of ``f``;
+    ``optimism=0`` makes runs reproducible to the last bit across batched/unbatched
+    evaluation). Near the minimizer, where the decrease
     falls below the rounding error of ``f`` (pymanopt stops there, at about
     ``sqrt(eps |f| L)`` in gradient norm), a step accepted only within a few ulps of slack
     is replaced by the secant root of the directional derivative, so the method keeps
@@ -162,8 +166,8 @@ def gradient_descent(
         initial_step=initial_step,
         contraction=contraction,
         sufficient_decrease=sufficient_decrease,
-        optimism=optimism,
     )
+    check_positive("optimism", optimism, strict=False)
     if isinstance(contraction, float) and contraction >= 1:
         raise ValueError(f"contraction must be in (0, 1), got {contraction}")
     if not isinstance(max_linesearch, int) or max_linesearch < 1:

@@ -13,13 +13,16 @@ SPHERE = Sphere(N)
 
 
 def _cost(x, a):
-    return x @ (a @ x)
+    # x^T A x written with elementwise products and one reduction (no matvec): batched and
+    # single evaluations then round identically, and GD's first-trial rule (a ratio of cost
+    # differences) does not amplify last-bit matmul differences between vmap and loop.
+    return jnp.sum(a * (x[:, None] * x[None, :]))
 
 
-def _problem(key, dtype):
+def _problem(key, dtype, lam=(-1.0, -0.4, 0.0, 0.3, 0.7, 1.0)):
     k1, k2 = jax.random.split(key)
     q, _ = jnp.linalg.qr(jax.random.normal(k1, (N, N), jnp.float64))
-    lam = jnp.array([-1.0, -0.4, 0.0, 0.3, 0.7, 1.0])
+    lam = jnp.array(lam)
     a = ((q * lam) @ q.T).astype(dtype)
     x0 = SPHERE.random_point(k2, dtype)
     return x0, a
@@ -50,8 +53,8 @@ def _bad(make):
 
 
 def _case(name, make, variants, tol=1e-9, accuracy=1e-7, **kw):
-    # GD/CG use tol 1e-7: below it the Armijo decrease is under the rounding error of f
-    # and batched/unbatched runs legitimately part ways in the last bits.
+    # GD/CG use tol 1e-6 / 1e-7: nearer the rounding error of f, Armijo decisions of
+    # batched and unbatched runs can flip on last-bit differences of batched matmuls.
     return SolverCase(
         name=f"riemannian.{name}",
         make_solver=lambda **h: make(_cost, SPHERE, **h),
@@ -69,9 +72,13 @@ def _case(name, make, variants, tol=1e-9, accuracy=1e-7, **kw):
 
 
 CASES = [
+    # GD's default first trial (pymanopt's "optimism" rule) is a ratio of successive cost
+    # decreases: its last digits follow the rounding of f, which differs in the last bit
+    # between batched and single evaluations. optimism=0 (start each search at
+    # initial_step/||g||) is lane-exact; the default rule is covered by the family tests.
     _case(
         "gradient_descent",
-        gradient_descent,
+        lambda cost, m, **h: gradient_descent(cost, m, **({"optimism": 0.0} | h)),
         ({"sufficient_decrease": 1e-4}, {"sufficient_decrease": 1e-3}),
         tol=1e-7,
         accuracy=1e-6,
