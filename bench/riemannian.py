@@ -54,6 +54,17 @@ OURS = {
     "trust_region": R.trust_region,
     "cubic_newton": R.cubic_newton,
 }
+NOTES = """
+Notes: pymanopt runs NumPy with hand-written derivatives; on this loaded machine its
+1000x1000 matvecs appear slowed by BLAS thread oversubscription (Rayleigh n=1000 rows),
+so the time ratios there overstate our advantage; the Brockett rows are more
+representative. GD iteration counts follow the pymanopt/Manopt first-trial rule, which
+divides successive cost decreases, so they drift with the last digits of f (552 vs 435
+on Brockett 200x5, 586 vs 561 at 50x5); CG and TR agree within one or two iterations.
+pymanopt GD/CG stop on "min step size" before 1e-8 (column 5); ours reach it via the
+secant fallback. pymanopt has no ARC: cubic Newton is set against its trust region.
+"""
+
 PEER = {
     "gradient_descent": "SteepestDescent",
     "conjugate_gradient": "ConjugateGradient",
@@ -196,6 +207,7 @@ def main(argv=None):
         "(float64, CPU, shared 2-core machine: times are noisy, ratios are indicative).\n\n"
         + "\n".join(rows)
         + "\n"
+        + NOTES
     )
     out.write_text(text)
     print(f"wrote {out}")
