@@ -83,7 +83,10 @@ def test_iris_vs_sklearn():
     assert adjusted_rand_score(y, labels) >= adjusted_rand_score(y, km.labels_) - 0.03
 
 
+@pytest.mark.slow
 def test_nlr_baseline_agrees():
+    """Slow (~50k first-order steps; the contract already checks NLR's convergence to the
+    cluster matrix on a small mixture): NLR recovers the same partition."""
     x, y = mixture(0)
     labels, _, sol = kmeans(x, 3, key=jax.random.key(1), method="nlr")
     assert int(sol.status) == Status.SUCCESS
@@ -199,8 +202,9 @@ def test_datasets_vs_sklearn(name):
     assert adjusted_rand_score(y, labels) >= adjusted_rand_score(y, km.labels_) - 0.03
 
 
+@pytest.mark.slow
 def test_centred_sphere_and_lift_pass_taylor_checks():
-    """The K-means product manifold (centred sphere x O_r): Taylor slopes 2 and 3.
+    """Slow (two Taylor sweeps, compile-bound). The K-means product manifold (centred sphere x O_r): Taylor slopes 2 and 3.
 
     A smooth cost of the lift ``U`` exercises both factors' Weingarten terms (the
     log-barrier itself is too stiff for a clean slope window; its Hessian is checked

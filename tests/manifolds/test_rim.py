@@ -91,7 +91,10 @@ def test_dimension_counts_row_constraints():
     del rng
 
 
+@pytest.mark.slow
 def test_gradient_and_hessian_checks_on_a_quadratic_cost():
+    """Slow (compile-bound Taylor sweeps; the flat geometry is also checked exactly by
+    the projection and retraction tests)."""
     m = RIM(N, C, 3.0, 7.0)
     b = jax.random.normal(jax.random.key(5), (N, C))
     cost = lambda x, a: jnp.sum(jnp.sin(x) * a) + 0.5 * jnp.sum(x**2 * a)
