@@ -1,37 +1,53 @@
 """Every public solver runs through the contract of ``jaxsolve.testing``.
 
 Adding a solver is one step: describe it as ``SolverCase``s in
-``tests/<family>/contract_cases.py`` (a list ``CASES``) and add it to ``REGISTRY`` below.
+``tests/<family>/contract_cases.py`` (a list ``CASES``), add the family to ``FAMILIES``
+and its solver modules to the list below.
+
+Solver modules covered (one per line):
+
+* first_order.projected_gradient
+* qp.flexqp
+* layers.pinet
+* ot.sobolev (ot.sobolev_barycenter)
+* riemannian.gradient_descent, riemannian.conjugate_gradient,
+  riemannian.trust_region, riemannian.cubic_newton
+* sensing.weight_normalized, sensing.burer_monteiro
+* cluster.kmeans_newton, cluster.nlr
+* frank_wolfe.conditional_gradient, frank_wolfe.optimistic
+* regret.regret_matching
+* second_order.gradient_regularized_newton, second_order.gauss_newton
 """
+
+import importlib
 
 import pytest
 
 from jaxsolve.testing import CHECKS
 
-REGISTRY = []
+FAMILIES = (
+    "first_order",
+    "qp",
+    "layers",
+    "ot",
+    "riemannian",
+    "sensing",
+    "cluster",
+    "frank_wolfe",
+    "regret",
+    "second_order",
+)
 
-# Each line: the family's contract cases (the module names below are the solver modules).
-# -- registry entries (keep one per line) --
-from tests.frank_wolfe.contract_cases import CASES as _FW  # frank_wolfe.conditional_gradient, frank_wolfe.optimistic  # noqa: E402, I001
-REGISTRY += _FW
-from tests.regret.contract_cases import CASES as _RM  # regret.regret_matching  # noqa: E402, I001
-REGISTRY += _RM
-from tests.first_order.contract_cases import CASES as _FO  # first_order.projected_gradient  # noqa: E402, I001
-REGISTRY += _FO
-from tests.qp.contract_cases import CASES as _QP  # qp.flexqp  # noqa: E402, I001
-REGISTRY += _QP
-from tests.riemannian.contract_cases import CASES as _RIEM  # riemannian.gradient_descent, riemannian.conjugate_gradient, riemannian.trust_region, riemannian.cubic_newton  # noqa: E402, I001
-REGISTRY += _RIEM
-from tests.sensing.contract_cases import CASES as _SENS  # sensing.weight_normalized, sensing.burer_monteiro  # noqa: E402, I001
-REGISTRY += _SENS
-from tests.second_order.contract_cases import CASES as _SO  # second_order.gradient_regularized_newton, second_order.gauss_newton  # noqa: E402, I001
-REGISTRY += _SO
-from tests.layers.contract_cases import CASES as _LAYERS  # layers.pinet  # noqa: E402, I001
-REGISTRY += _LAYERS
-from tests.cluster.contract_cases import CASES as _CLUSTER  # cluster.kmeans_newton, cluster.nlr  # noqa: E402, I001
-REGISTRY += _CLUSTER
-from tests.ot.contract_cases import CASES as _OT  # ot.sobolev_barycenter  # noqa: E402, I001
-REGISTRY += _OT
+REGISTRY = [
+    case
+    for family in FAMILIES
+    for case in importlib.import_module(f"tests.{family}.contract_cases").CASES
+]
+
+
+def test_registry_names_are_unique():
+    names = [case.name for case in REGISTRY]
+    assert len(names) == len(set(names)), names
 
 
 @pytest.mark.parametrize("check", sorted(CHECKS))
