@@ -101,22 +101,24 @@ def run(out_dir: pathlib.Path) -> list[dict]:
         }
     )
     key = jax.random.key(3)
-    qp0 = problems.mpc(key, 4, 2, 8)
-    x_state = -qp0.l[:4]
+    nx, nu, T = 6, 3, 10
+    qp0 = problems.mpc(key, nx, nu, T)
+    xmax = qp0.u[(T + 1) * nx : (T + 2) * nx]
+    x_state = 0.95 * xmax * jnp.sign(jax.random.normal(jax.random.key(9), (nx,)))
     prev, cold_it, warm_it = None, 0, 0
     t0 = time.perf_counter()
     for _ in range(6):
-        qpt = problems.mpc(key, 4, 2, 8, x0=x_state)
+        qpt = problems.mpc(key, nx, nu, T, x0=x_state)
         cold = solve_qp(qpt, tol=1e-7)
         if prev is not None:
-            warm = solve_qp(qpt, tol=1e-7, warm_start=prev)
+            warm = solve_qp(qpt, problems.shift_mpc_warm_start(prev, qpt, nx, nu, T), tol=1e-7)
             cold_it += int(cold.state.admm_iters)
             warm_it += int(warm.state.admm_iters)
         prev = cold
-        x_state = cold.x[4:8]
+        x_state = cold.x[nx : 2 * nx]
     rows.append(
         {
-            "problem": "MPC, moving x0 (5 warm starts)",
+            "problem": "MPC, moving x0 (5 shifted warm starts)",
             "size": f"n={qp0.n}, m={qp0.m}",
             "solver": "flexqp",
             "status": Status(int(warm.status)).name,

@@ -139,7 +139,7 @@ def solve_qp(
         history: record the per-step error.
         **hyper: hyperparameters of :func:`~jaxsolve.qp.flexqp`; ``polish_every``
             defaults to 5 for a single QP and 0 for a batch, ``kkt_inverse`` to True for
-            a batch only.
+            a float64 batch only.
 
     Implicit differentiation: with ``F`` from :func:`kkt_residual`,
     :math:`\partial_{(x,y)} F\, (\dot x, \dot y) = -\partial_\theta F\, \dot\theta`
@@ -153,7 +153,9 @@ def solve_qp(
     # In-loop polishing pays off for single solves (warm starts end at the first
     # polish); in a batch it would run on every step, so it is off there.
     hyper.setdefault("polish_every", 0 if batched else 5)
-    hyper.setdefault("kkt_inverse", batched)
+    # The explicit inverse is fast batched but loses digits on ill-conditioned systems;
+    # float32 keeps the Cholesky factor (equality rows carry 1e3 rho).
+    hyper.setdefault("kkt_inverse", batched and qp.q.dtype == jnp.float64)
     solver = flexqp(**hyper)
     dtype = qp.q.dtype
     if warm_start is not None:
