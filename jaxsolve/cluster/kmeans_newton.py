@@ -64,7 +64,6 @@ class NewtonState(NamedTuple):
     grad: tuple  # Euclidean gradient (G_V, G_Q)
     sigma: jax.Array  # cubic regularization weight
     mu: jax.Array  # current barrier weight (continuation down to hp["mu"])
-    lam: jax.Array  # last multiplier lam = sigma ||p|| (warm start of the secular search)
 
 
 class NewtonInfo(NamedTuple):
@@ -122,7 +121,6 @@ def _init(x0, args, *, hp, max_inner):  # noqa: ARG001
         grad=g,
         sigma=hp["sigma0"].astype(dt),
         mu=mu,
-        lam=jnp.zeros((), dt),
     )
 
 
@@ -269,12 +267,11 @@ class _Search(NamedTuple):
     best_lam: jax.Array
 
 
-def _cubic_subproblem(st, gv, g_om, gnorm, sigma, max_inner, rtol, lam_prev):
+def _cubic_subproblem(st, gv, g_om, gnorm, sigma, max_inner, rtol):
     dt = gv.dtype
     lam_b = jnp.maximum(-jnp.min(st.evals), 0.0)
     lo0 = lam_b * (1 + 1e-12) + jnp.finfo(dt).tiny
-    # Warm start from the previous step's multiplier (it moves slowly along the path).
-    lam0 = jnp.where(lam_prev > lo0, lam_prev, lo0 + jnp.sqrt(sigma * gnorm))
+    lam0 = lo0 + jnp.sqrt(sigma * gnorm)
     inf = jnp.asarray(jnp.inf, dt)
 
     def cond(c):
@@ -342,7 +339,7 @@ def _step(state, args, *, hp, max_inner):
 
     st = _structure(x, g, args, mu, basis)
     xi, om, lam, found, inner = _cubic_subproblem(
-        st, g[0], g_om, gnorm, sigma, max_inner, hp["inner_rtol"].astype(dt), state.lam
+        st, g[0], g_om, gnorm, sigma, max_inner, hp["inner_rtol"].astype(dt)
     )
     xi, om = _horizontal(v, xi, om, basis)
     omega = jnp.einsum("k,kab->ab", om, basis)
@@ -425,7 +422,6 @@ def _step(state, args, *, hp, max_inner):
         grad=g_out,
         sigma=sigma,
         mu=mu_next,
-        lam=jnp.where(found, lam, state.lam),
     )
     return new, NewtonInfo(rho, lam, accept, inner, t)
 
