@@ -26,6 +26,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxsolve.core import Status, make_solver
+from jaxsolve.core.validation import check_positive
 
 __all__ = ["nlr", "NLRState"]
 
@@ -92,6 +93,8 @@ def nlr(*, alpha: float = 0.5, beta: float = 10.0, dual_gate: float = 1e-3):
         beta: augmented-Lagrangian penalty (the reference code's 10).
         dual_gate: the dual step is taken once ``||Delta U|| / sqrt(K)`` drops below this.
     """
+    for name, val in (("alpha", alpha), ("beta", beta), ("dual_gate", dual_gate)):
+        check_positive(name, val)
     return make_solver(_init, _step, hp={"alpha": alpha, "beta": beta, "dual_gate": dual_gate})
 
 
