@@ -195,6 +195,8 @@ def test_batched_radii_with_split_args():
         np.testing.assert_allclose(batch.x[i], R.osqp_ls_l1(A, b, float(r)), atol=1e-6)
 
 
+# slow: 30-70 s of compilation; the contract (gradients/float32/vmap checks) covers the same property in the default suite
+@pytest.mark.slow
 def test_gradient_fixed_unrolled_and_implicit_match_finite_differences():
     A, b = R.data(7, M, N)
     A, b = jnp.asarray(A), jnp.asarray(b)

@@ -92,6 +92,8 @@ def _loss(theta, poly, w, **kw):
     return jnp.vdot(w, x)
 
 
+# slow: 30-70 s of compilation; the contract (gradients/float32/vmap checks) covers the same property in the default suite
+@pytest.mark.slow
 def test_vjp_matches_finite_differences_and_unrolled(problem):
     data, y, poly, _ = problem
     one = poly.update(**{k: data[k][0] for k in ("b", "l", "u", "lb", "ub")})

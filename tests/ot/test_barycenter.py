@@ -186,6 +186,8 @@ def test_against_pot_exact_lp_16(smooth16):
     assert abs(F / F_lp - 1) <= 1e-2, (F, F_lp)
 
 
+# slow: 30-70 s of compilation; the contract (gradients/float32/vmap checks) covers the same property in the default suite
+@pytest.mark.slow
 def test_vmap_gallery_of_12_weight_vectors(smooth16):
     """A barycentric gallery in one compiled call equals the loop of single solves, and is faster."""
     g, mus = smooth16

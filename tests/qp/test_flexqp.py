@@ -307,6 +307,8 @@ def test_warm_start_portfolio_changing_returns():
     assert warm_total <= 0.5 * cold_total, (warm_total, cold_total)
 
 
+# slow: 30-70 s of compilation; the contract (gradients/float32/vmap checks) covers the same property in the default suite
+@pytest.mark.slow
 def test_warm_start_mpc_moving_state():
     """MPC with the initial state moving along the closed loop, warm-started from the
     previous plan shifted by one step: at most half the ADMM iterations of cold starts."""
@@ -336,6 +338,8 @@ def test_warm_start_mpc_moving_state():
 # ---------------------------------------------------------------- float32
 
 
+# slow: 30-70 s of compilation; the contract (gradients/float32/vmap checks) covers the same property in the default suite
+@pytest.mark.slow
 def test_float32_random_classes():
     """float32 at tol 1e-4: every lane SUCCESS, no NaN, x within 1e-3 of float64 OSQP."""
     keys = jax.random.split(jax.random.key(11), 8)
@@ -355,6 +359,8 @@ def test_float32_random_classes():
 # ---------------------------------------------------------------- gradients
 
 
+# slow: 30-70 s of compilation; the contract (gradients/float32/vmap checks) covers the same property in the default suite
+@pytest.mark.slow
 def test_gradients_all_leaves_implicit_unrolled_fd():
     """d/d(P, q, A, l, u) of sum(sin(x*)): implicit = unrolled = central differences,
     along one random direction in all five leaves at once and along each leaf alone."""

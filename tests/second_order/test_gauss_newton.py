@@ -108,6 +108,8 @@ def test_spectral_bias_lm_vs_adam():
     assert np.all(best > 1e-4), f"Adam reached {best} within {budget} steps (LM: {lm_steps})"
 
 
+# slow: 30-70 s of compilation; the contract (gradients/float32/vmap checks) covers the same property in the default suite
+@pytest.mark.slow
 def test_optax_transform_equals_fixed_damping_solver():
     params, args = _mlp_problem(width=16, n=24, freq=1.0, scale=3.0)
     mu = 1e-3
