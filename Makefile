@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test test-slow bench bench-quick docs lint notebooks clean
+.PHONY: venv demo test test-slow bench bench-quick docs lint notebooks notebook-quickstart clean
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PY) -m venv $(VENV)
@@ -34,6 +34,9 @@ docs: $(STAMP)
 
 notebooks: $(STAMP)
 	$(BIN)/python tools/run_notebooks.py notebooks
+
+notebook-quickstart: $(STAMP)
+	$(BIN)/python tools/run_notebooks.py notebooks/00_quickstart.ipynb
 
 lint: $(STAMP)
 	$(BIN)/ruff check jaxsolve tests bench tools

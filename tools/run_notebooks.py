@@ -1,4 +1,4 @@
-"""Execute every notebook in a folder (CI): fails on the first cell error."""
+"""Execute notebooks (files, or every notebook in a folder): fails on the first cell error."""
 
 from __future__ import annotations
 
@@ -10,8 +10,11 @@ import nbformat
 from nbclient import NotebookClient
 
 
-def main(folder: str) -> int:
-    paths = sorted(pathlib.Path(folder).glob("*.ipynb"))
+def main(*targets: str) -> int:
+    paths = []
+    for target in targets or ("notebooks",):
+        t = pathlib.Path(target)
+        paths += [t] if t.suffix == ".ipynb" else sorted(t.glob("*.ipynb"))
     if not paths:
         print("no notebooks found")
         return 1
@@ -30,4 +33,4 @@ def main(folder: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "notebooks"))
+    sys.exit(main(*sys.argv[1:]))
