@@ -4,7 +4,8 @@ Adding a solver is one step: describe it as ``SolverCase``s in
 ``tests/<family>/contract_cases.py`` (a list ``CASES``), add the family to ``FAMILIES``
 and its solver modules to the list below.
 
-Solver modules covered (one per line):
+Solver modules covered (one per line; every one builds its Solver through
+``core.protocol.make_solver``, which the whole registry thereby exercises):
 
 * first_order.projected_gradient
 * qp.flexqp
