@@ -7,6 +7,8 @@ import osqp
 import scipy.optimize
 import scipy.sparse as sp
 
+from tests.projections._reference import osqp_ls_l1  # noqa: F401  (one OSQP l1 reference)
+
 
 def least_squares(x, args):
     A, b = args
@@ -41,30 +43,6 @@ def osqp_ls(A, b, C, lo, hi, P_extra=None):
     res = solver.solve(raise_error=False)
     assert res.info.status == "solved", res.info.status
     return res.x
-
-
-def osqp_ls_l1(A, b, r):
-    """min 1/2||A x - b||^2 s.t. ||x||_1 <= r, lifted x = p - q, p, q >= 0."""
-    A = np.asarray(A, np.float64)
-    b = np.asarray(b, np.float64)
-    n = A.shape[1]
-    M = np.hstack([A, -A])
-    solver = osqp.OSQP()
-    solver.setup(
-        P=sp.csc_matrix(M.T @ M + 1e-12 * np.eye(2 * n)),
-        q=-M.T @ b,
-        A=sp.csc_matrix(np.vstack([np.eye(2 * n), np.ones((1, 2 * n))])),
-        l=np.r_[np.zeros(2 * n), -np.inf],
-        u=np.r_[np.full(2 * n, np.inf), r],
-        eps_abs=1e-11,
-        eps_rel=1e-11,
-        polishing=True,
-        max_iter=400000,
-        verbose=False,
-    )
-    res = solver.solve(raise_error=False)
-    assert res.info.status == "solved", res.info.status
-    return res.x[:n] - res.x[n:]
 
 
 def ls_l2_ball(A, b, r):

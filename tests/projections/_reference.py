@@ -40,19 +40,18 @@ def ref_simplex(x, s=1.0):
     return qp_project(x, C, np.r_[np.zeros(n), s], np.r_[np.full(n, np.inf), s])
 
 
-def ref_l1_ball(x, r=1.0):
-    # lift: y = p - q, p, q >= 0, sum(p + q) <= r; the projection of x is p - q at the
-    # optimum of min 1/2||p - q - x||^2 (solved directly in (p, q) with a tiny ridge).
-    n = x.size
-    P = sp.csc_matrix(
-        np.block([[np.eye(n), -np.eye(n)], [-np.eye(n), np.eye(n)]]) + 1e-13 * np.eye(2 * n)
-    )
-    C = sp.csc_matrix(np.vstack([np.eye(2 * n), np.ones((1, 2 * n))]))
+def osqp_ls_l1(A, b, r):
+    """min 1/2||A y - b||^2 s.t. ||y||_1 <= r, by OSQP on the lift y = p - q, p, q >= 0,
+    sum(p + q) <= r (tiny ridge on the lifted Hessian). Shared with tests/first_order."""
+    A = np.asarray(A, np.float64)
+    b = np.asarray(b, np.float64)
+    n = A.shape[1]
+    M = np.hstack([A, -A])
     solver = osqp.OSQP()
     solver.setup(
-        P=P,
-        q=np.r_[-x, x],
-        A=C,
+        P=sp.csc_matrix(M.T @ M + 1e-13 * np.eye(2 * n)),
+        q=-M.T @ b,
+        A=sp.csc_matrix(np.vstack([np.eye(2 * n), np.ones((1, 2 * n))])),
         l=np.r_[np.zeros(2 * n), -np.inf],
         u=np.r_[np.full(2 * n, np.inf), r],
         eps_abs=1e-12,
@@ -64,6 +63,12 @@ def ref_l1_ball(x, r=1.0):
     res = solver.solve(raise_error=False)
     assert res.info.status == "solved", res.info.status
     return res.x[:n] - res.x[n:]
+
+
+def ref_l1_ball(x, r=1.0):
+    # the projection is the least-squares problem with A = I, b = x
+    x = np.asarray(x, np.float64)
+    return osqp_ls_l1(np.eye(x.size), x, r)
 
 
 def ref_box(x, lo, hi):
