@@ -4,6 +4,14 @@
 with the batch axis laid out over devices with ``NamedSharding`` (no ``pmap``):
 each device runs its share of the lanes; finished lanes stay frozen, so the answer
 is the same on one device or many.
+
+A vmapped ``while_loop`` runs until its *slowest* lane stops, and every step costs
+the whole batch. With ``compact=k`` the batch is run in rounds of ``k`` steps from
+the host; after each round the lanes still running are gathered into a smaller
+batch (sizes ``B, B/4, B/16, ...`` rounded to powers of two, so at most
+``log4(B)`` extra compilations), and the finished ones are left alone. A few
+straggler lanes then cost a few lanes' work instead of the whole batch's. The
+answer is unchanged lane for lane: each lane takes the same steps either way.
 """
 
 from __future__ import annotations
@@ -16,9 +24,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from jaxsolve.core.driver import Solution, default_tol, solve
+from jaxsolve.core.driver import Solution, _advance, _done, _final, default_tol, solve
 from jaxsolve.core.protocol import Solver
-from jaxsolve.core.validation import check_floating
+from jaxsolve.core.validation import check_floating, is_concrete
 
 __all__ = ["solve_batch", "batch_mesh"]
 
@@ -58,6 +66,90 @@ def _vsolve(solver, x0, args, tol, in_axes, opts):
     return jax.vmap(run, in_axes=in_axes)(x0, args)
 
 
+@partial(jax.jit, static_argnames=("in_axes",))
+def _vinit(solver, x0, args, in_axes):
+    return jax.vmap(solver.init, in_axes=in_axes)(x0, args)
+
+
+@partial(jax.jit, static_argnames=("args_axis",))
+def _vchunk(solver, state, args, tol, k, limit, args_axis):
+    def lane(s, a, kk):
+        t = jnp.asarray(tol, s.error.dtype)
+        s, kk, _ = _advance(solver, s, a, t, kk, limit, None)
+        return s, kk, _done(s, t)
+
+    return jax.vmap(lane, in_axes=(0, args_axis, 0))(state, args, k)
+
+
+@partial(jax.jit, static_argnames=("args_axis",))
+def _vfinal(solver, state, args, tol, k, args_axis):
+    def lane(s, a, kk):
+        return _final(solver, s, a, jnp.asarray(tol, s.error.dtype), kk, None)
+
+    return jax.vmap(lane, in_axes=(0, args_axis, 0))(state, args, k)
+
+
+@jax.jit
+def _take(tree, idx):
+    return jax.tree.map(lambda v: v[idx], tree)
+
+
+@jax.jit
+def _put(tree, part, idx):
+    return jax.tree.map(lambda v, p: v.at[idx].set(p), tree, part)
+
+
+def _bucket(n: int, unit: int) -> int:
+    """Smallest ``unit * 2**j >= n``."""
+    size = unit
+    while size < n:
+        size *= 2
+    return size
+
+
+def _solve_compact(solver, x0, args, tol, args_axis, in_axes, max_steps, rounds, place, unit):
+    """Rounds of ``rounds`` steps from the host, shrinking the batch to the running lanes.
+
+    ``state``/``k`` hold every lane; ``live`` lists the lanes of the sub-batch being
+    stepped (its first ``n_live`` entries distinct, the rest padding copies whose
+    results are dropped). A lane that stops inside a round is frozen by the
+    while loop's condition, so each lane takes exactly the steps of a plain solve.
+    """
+    state = _vinit(solver, x0, args, in_axes)
+    size = np.shape(state.error)[0]
+    k = jnp.zeros((size,), jnp.int32)
+    live, n_live = None, size  # None: the sub-batch is the full batch
+    sub_state, sub_args, sub_k = state, args, k
+    reached = 0
+    while True:
+        reached = min(reached + rounds, max_steps)
+        sub_state, sub_k, done = _vchunk(
+            solver, sub_state, sub_args, tol, sub_k, jnp.int32(reached), args_axis
+        )
+        if live is None:
+            state, k, lanes = sub_state, sub_k, np.arange(size)
+        else:
+            lanes = live[:n_live]
+            head = jnp.arange(n_live)
+            state = _put(state, _take(sub_state, head), jnp.asarray(lanes))
+            k = k.at[jnp.asarray(lanes)].set(sub_k[:n_live])
+        if reached >= max_steps:
+            break
+        running = lanes[~np.asarray(done)[:n_live]]
+        if running.size == 0:
+            break
+        width = size if live is None else live.size
+        new = _bucket(running.size, unit)
+        if 4 * new <= width:  # shrink only when it pays for one more compilation
+            n_live = running.size
+            live = np.concatenate([running, np.repeat(running[-1:], new - n_live)])
+            idx = jnp.asarray(live)
+            sub_state = place(_take(state, idx))
+            sub_k = place(k[idx])
+            sub_args = args if args_axis is None else place(_take(args, idx))
+    return _vfinal(solver, state, args, tol, k, args_axis)
+
+
 def solve_batch(
     solver: Solver,
     x0: Any,
@@ -69,6 +161,7 @@ def solve_batch(
     max_steps: int = 1000,
     loop: str = "while",
     history: bool = False,
+    compact: int | None = None,
 ) -> Solution:
     """Solve a batch of problems in one compiled call, optionally sharded over devices.
 
@@ -86,6 +179,12 @@ def solve_batch(
         max_steps: as in :func:`jaxsolve.solve`.
         loop: as in :func:`jaxsolve.solve`.
         history: as in :func:`jaxsolve.solve`.
+        compact: ``None`` (default): one compiled call. An int ``k``: run rounds of
+            ``k`` steps from the host and, between rounds, gather the lanes still
+            running into a smaller batch (see the module docstring), so stragglers
+            stop costing the whole batch. Same answers lane for lane; needs concrete
+            inputs (not under ``jit``/``grad``) and ``loop="while"`` without history.
+            Worth it when iteration counts vary a lot across the batch.
 
     Returns:
         A :class:`~jaxsolve.Solution` whose leaves have the batch axis first. Equal,
@@ -99,7 +198,23 @@ def solve_batch(
     if tol is None:
         tol = default_tol(x0)
     opts = (("max_steps", int(max_steps)), ("loop", loop), ("history", bool(history)))
+    if compact is not None:
+        if isinstance(compact, bool) or not isinstance(compact, int | np.integer) or compact < 1:
+            raise ValueError(f"compact must be None or a positive int, got {compact!r}")
+        if loop != "while" or history:
+            raise ValueError(
+                "compact= runs the 'while' loop in rounds; use loop='while', history=False"
+            )
+        if not (is_concrete(x0) and is_concrete(args)):
+            raise ValueError(
+                "compact= drives the batch from Python and cannot run under jit/vmap/grad; "
+                "use compact=None there"
+            )
+    if isinstance(max_steps, bool) or not isinstance(max_steps, int | np.integer) or max_steps < 1:
+        raise ValueError(f"max_steps must be a positive int, got {max_steps!r}")
     pad = 0
+    unit = 1
+    place_batch = lambda tree: tree  # noqa: E731
     if mesh is not None:
         if len(mesh.axis_names) != 1:
             raise ValueError("mesh must be one-dimensional (use batch_mesh())")
@@ -114,7 +229,23 @@ def solve_batch(
             else:
                 place.append(jax.device_put(_pad(tree, pad) if pad else tree, sharding))
         x0, args = place
-    sol = _vsolve(solver, x0, args, jnp.asarray(tol), in_axes, opts)
+        unit = ndev
+        place_batch = lambda tree: jax.device_put(tree, sharding)  # noqa: E731
+    if compact is not None:
+        sol = _solve_compact(
+            solver,
+            x0,
+            args,
+            jnp.asarray(tol),
+            in_axes[1],
+            in_axes,
+            int(max_steps),
+            int(compact),
+            place_batch,
+            unit,
+        )
+    else:
+        sol = _vsolve(solver, x0, args, jnp.asarray(tol), in_axes, opts)
     if pad:
         sol = jax.tree.map(lambda v: v[:size], sol)
     return sol
