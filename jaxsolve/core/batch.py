@@ -8,8 +8,8 @@ is the same on one device or many.
 A vmapped ``while_loop`` runs until its *slowest* lane stops, and every step costs
 the whole batch. With ``compact=k`` the batch is run in rounds of ``k`` steps from
 the host; after each round the lanes still running are gathered into a smaller
-batch (sizes ``B, B/4, B/16, ...`` rounded to powers of two, so at most
-``log4(B)`` extra compilations), and the finished ones are left alone. A few
+batch (widths ``B, B/8, B/64, ...``, so at most ``log8(B)`` extra
+compilations), and the finished ones are left alone. A few
 straggler lanes then cost a few lanes' work instead of the whole batch's. The
 answer is unchanged lane for lane: each lane takes the same steps either way.
 """
@@ -99,12 +99,23 @@ def _put(tree, part, idx):
     return jax.tree.map(lambda v, p: v.at[idx].set(p), tree, part)
 
 
-def _bucket(n: int, unit: int) -> int:
-    """Smallest ``unit * 2**j >= n``."""
-    size = unit
-    while size < n:
-        size *= 2
-    return size
+_SHRINK = 8
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _smaller_width(n_running: int, width: int, unit: int) -> int:
+    """The sub-batch width for ``n_running`` lanes: ``width / 8**j`` (rounded up to a
+    multiple of ``unit``), the smallest such that still holds them. At most
+    ``log8(B)`` widths ever occur, so at most that many extra compilations."""
+    new = width
+    while True:
+        nxt = _ceil_div(_ceil_div(new, _SHRINK), unit) * unit
+        if nxt >= new or nxt < n_running:
+            return new
+        new = nxt
 
 
 def _solve_compact(solver, x0, args, tol, args_axis, in_axes, max_steps, rounds, place, unit):
@@ -139,8 +150,8 @@ def _solve_compact(solver, x0, args, tol, args_axis, in_axes, max_steps, rounds,
         if running.size == 0:
             break
         width = size if live is None else live.size
-        new = _bucket(running.size, unit)
-        if 4 * new <= width:  # shrink only when it pays for one more compilation
+        new = _smaller_width(running.size, width, unit)
+        if new < width:
             n_live = running.size
             live = np.concatenate([running, np.repeat(running[-1:], new - n_live)])
             idx = jnp.asarray(live)
