@@ -23,6 +23,7 @@ compared by value. Hence a sweep over a step size reuses one compilation of
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -50,14 +51,27 @@ def _freeze(value):
     return value
 
 
+def _accepted(fn: Callable, options: dict) -> dict:
+    """The options ``fn`` declares (all of them if it takes ``**kwargs``)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # builtins without a signature: pass everything
+        return dict(options)
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return dict(options)
+    names = {p.name for p in params}
+    return {k: v for k, v in options.items() if k in names}
+
+
 class _Static:
     """The static part of a BoundFn: compared and hashed by value."""
 
-    __slots__ = ("fn", "options", "key")
+    __slots__ = ("fn", "options", "call_options", "key")
 
     def __init__(self, fn: Callable, options: dict):
         self.fn = fn
         self.options = options
+        self.call_options = _accepted(fn, options)
         key = (fn, tuple(sorted((k, _freeze(v)) for k, v in options.items())))
         try:
             hash(key)
@@ -76,7 +90,10 @@ class _Static:
 class BoundFn:
     """``fn`` with numeric hyperparameters ``hp`` (pytree leaves) and static options.
 
-    Calling ``BoundFn(fn, hp, **static)(*a)`` runs ``fn(*a, hp=hp, **static)``.
+    Calling ``BoundFn(fn, hp, **static)(*a)`` runs ``fn(*a, hp=hp, **opts)``, where
+    ``opts`` are the static options that ``fn`` declares (all of them if it takes
+    ``**kwargs``): ``init``, ``step`` and ``finalize`` of one solver share one set of
+    options, and each takes just the ones it uses.
     Two BoundFns with the same ``fn`` and equal static options have equal treedefs,
     so ``jit`` reuses its compilation across different hyperparameter values.
     """
@@ -97,7 +114,7 @@ class BoundFn:
         return self._static.options
 
     def __call__(self, *args):
-        return self._static.fn(*args, hp=self.hp, **self._static.options)
+        return self._static.fn(*args, hp=self.hp, **self._static.call_options)
 
     def tree_flatten(self):
         return (self.hp,), self._static
@@ -137,8 +154,9 @@ def make_solver(
 ) -> Solver:
     """Build a :class:`Solver` whose numeric hyperparameters ``hp`` are pytree leaves.
 
-    ``init(x0, args, *, hp, **static)``, ``step(state, args, *, hp, **static)`` and
-    ``finalize(state, args, converged, *, hp, **static)`` are module-level functions;
+    ``init(x0, args, *, hp, ...)``, ``step(state, args, *, hp, ...)`` and
+    ``finalize(state, args, converged, *, hp, ...)`` are module-level functions, each
+    receiving the options of ``static`` it declares as keyword parameters;
     ``static`` holds the functions and structural options (must be hashable: user
     functions compare by identity, so define them once, not per call).
     """
