@@ -16,9 +16,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from jaxsolve.core import Solution, solve
+from jaxsolve.core import Solution, solve, solve_batch
 from jaxsolve.core.implicit import linear_solve
-from jaxsolve.core.validation import check_floating
+from jaxsolve.core.validation import check_floating, is_concrete
 from jaxsolve.qp.flexqp import FlexQPState, WarmStart, _prox, flexqp
 from jaxsolve.qp.problem import QP, validate_qp
 
@@ -112,6 +112,7 @@ def solve_qp(
     implicit: bool = True,
     throw: bool = False,
     history: bool = False,
+    compact: int | None = 20,
     **hyper: Any,
 ) -> Solution:
     r"""Solve ``min 1/2 x'Px + q'x  s.t.  l <= A x <= u`` with FlexQP.
@@ -137,6 +138,12 @@ def solve_qp(
             derivative with respect to ``x0`` is zero.
         throw: raise :class:`~jaxsolve.SolverError` on a failure status.
         history: record the per-step error.
+        compact: for a batch given as concrete arrays (not under ``jit``/``grad``),
+            solved with ``loop="while"`` and no history: run it through
+            :func:`jaxsolve.solve_batch` with ``compact=compact`` so the few slow
+            problems of a batch stop costing the whole batch's work after
+            ``compact`` steps (same answers lane for lane; the batch's compile time
+            grows by the few smaller widths). ``None`` keeps one vmapped call.
         **hyper: hyperparameters of :func:`~jaxsolve.qp.flexqp`; ``polish_every``
             defaults to 5 for a single QP and 0 for a batch, ``kkt_inverse`` to True for
             a float64 batch only.
@@ -178,7 +185,21 @@ def solve_qp(
             return _solve_implicit(solver, max_steps, history, x0, qp, jnp.asarray(tol, dtype))
         return solve(solver, x0, qp, tol=tol, max_steps=max_steps, history=history)
 
-    sol = jax.vmap(one)(x0, qp) if batched else one(x0, qp)
+    if (
+        batched
+        and compact is not None
+        and loop == "while"
+        and not history
+        and is_concrete(qp)
+        and is_concrete(x0)
+    ):
+        # Concrete inputs: nothing is being differentiated or traced, so the host may
+        # drive the batch and drop finished lanes (implicit derivatives need tracers).
+        sol = solve_batch(solver, x0, qp, tol=tol, max_steps=max_steps, compact=compact)
+    elif batched:
+        sol = jax.vmap(one)(x0, qp)
+    else:
+        sol = one(x0, qp)
     if throw:
         from jaxsolve.core.driver import _throw
 
