@@ -49,6 +49,12 @@ from jaxsolve.second_order import (  # noqa: E402
     gradient_regularized_newton,
     scale_by_gauss_newton,
 )
+from jaxsolve.second_order.problems import (  # noqa: E402
+    logistic_objective,
+    sine_mlp_problem,
+    sine_mlp_residual,
+    softmax_objective,
+)
 
 try:
     import jaxopt
@@ -64,20 +70,6 @@ TOL = 1e-8
 # ----------------------------------------------------------------------------- part 1
 
 
-def binary_fun(p, args):
-    X, y, mu = args
-    z = X @ p["w"] + p["b"]
-    return jnp.mean(jnp.logaddexp(0.0, z) - y * z) + 0.5 * mu * jnp.sum(p["w"] ** 2)
-
-
-def softmax_fun(p, args):
-    X, Y, mu = args
-    z = X @ p["W"] + p["b"]
-    return jnp.mean(jax.nn.logsumexp(z, axis=1) - jnp.sum(Y * z, axis=1)) + 0.5 * mu * jnp.sum(
-        p["W"] ** 2
-    )
-
-
 def problems():
     from sklearn.datasets import load_breast_cancer, load_digits
     from sklearn.preprocessing import StandardScaler
@@ -88,7 +80,7 @@ def problems():
     out["logistic / breast_cancer"] = (
         X,
         y,
-        binary_fun,
+        logistic_objective,
         (jnp.asarray(X), jnp.asarray(y, jnp.float64), 1.0 / X.shape[0]),
         {"w": jnp.zeros(X.shape[1]), "b": jnp.zeros(())},
     )
@@ -97,7 +89,7 @@ def problems():
     out["softmax / digits"] = (
         X,
         y,
-        softmax_fun,
+        softmax_objective,
         (jnp.asarray(X), jnp.asarray(np.eye(10)[y]), 1.0 / X.shape[0]),
         {"W": jnp.zeros((X.shape[1], 10)), "b": jnp.zeros(10)},
     )
@@ -225,24 +217,6 @@ def part1(repeat):
 # ----------------------------------------------------------------------------- part 2
 
 
-def mlp_problem(seed=0, n=128, width=64, freq=8.0, scale=20.0):
-    x = jnp.linspace(0.0, 1.0, n)
-    y = jnp.sin(2 * jnp.pi * freq * x)
-    k1, k2, k3 = jax.random.split(jax.random.key(seed), 3)
-    params = {
-        "W1": scale * jax.random.normal(k1, (width,)),
-        "b1": jax.random.uniform(k2, (width,), minval=-scale, maxval=scale),
-        "W2": jax.random.normal(k3, (width,)) / jnp.sqrt(width),
-        "b2": jnp.zeros(()),
-    }
-    return params, (x, y)
-
-
-def mlp_residual(p, args):
-    x, y = args
-    return jnp.tanh(x[:, None] * p["W1"] + p["b1"]) @ p["W2"] + p["b2"] - y
-
-
 def first_hit(curve, target):
     hit = np.nonzero(np.asarray(curve) <= target)[0]
     return int(hit[0]) + 1 if hit.size else None
@@ -259,9 +233,9 @@ def part2(adam_budget, seeds=(0, 1, 2)):
     ]
     ratios = []
     for seed in seeds:
-        params, args = mlp_problem(seed)
-        mse = lambda p, args=args: jnp.mean(mlp_residual(p, args) ** 2)
-        solver = gauss_newton(mlp_residual, damping=1e-3)
+        params, args = sine_mlp_problem(seed)
+        mse = lambda p, args=args: jnp.mean(sine_mlp_residual(p, args) ** 2)
+        solver = gauss_newton(sine_mlp_residual, damping=1e-3)
 
         @jax.jit
         def lm_curve(params, solver=solver, args=args, mse=mse):
@@ -273,12 +247,13 @@ def part2(adam_budget, seeds=(0, 1, 2)):
 
         m = args[0].shape[0]
         tx = optax.chain(
-            scale_by_gauss_newton(mlp_residual, damping=1e-3 / m), optax.scale_by_learning_rate(0.2)
+            scale_by_gauss_newton(sine_mlp_residual, damping=1e-3 / m),
+            optax.scale_by_learning_rate(0.2),
         )
 
         @jax.jit
         def tx_curve(params, tx=tx, args=args, mse=mse):
-            loss = lambda p: 0.5 * jnp.mean(mlp_residual(p, args) ** 2)
+            loss = lambda p: 0.5 * jnp.mean(sine_mlp_residual(p, args) ** 2)
 
             def body(c, _):
                 p, s = c

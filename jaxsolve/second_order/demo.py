@@ -19,17 +19,11 @@ import optax
 import jaxsolve
 from jaxsolve.demo import row_from_solution
 from jaxsolve.second_order import gauss_newton, gradient_regularized_newton
-
-
-def _logistic(p, args):
-    X, y, mu = args
-    z = X @ p["w"] + p["b"]
-    return jnp.mean(jnp.logaddexp(0.0, z) - y * z) + 0.5 * mu * jnp.sum(p["w"] ** 2)
-
-
-def _residual(p, args):
-    x, y = args
-    return jnp.tanh(x[:, None] * p["W1"] + p["b1"]) @ p["W2"] + p["b2"] - y
+from jaxsolve.second_order.problems import (
+    logistic_objective,
+    sine_mlp_problem,
+    sine_mlp_residual,
+)
 
 
 def _lbfgs_iters(fun, x0, args, tol):
@@ -64,7 +58,7 @@ def run(out_dir) -> list[dict]:
     X = StandardScaler().fit_transform(X)
     args = (jnp.asarray(X), jnp.asarray(y, jnp.float64), 1.0 / X.shape[0])
     x0 = {"w": jnp.zeros(X.shape[1]), "b": jnp.zeros(())}
-    solver = gradient_regularized_newton(_logistic)
+    solver = gradient_regularized_newton(logistic_objective)
     fn = jax.jit(lambda x, a: jaxsolve.solve(solver, x, a, tol=1e-8, max_steps=100, history=True))
     jax.block_until_ready(fn(x0, args))
     t0 = time.perf_counter()
@@ -74,7 +68,7 @@ def run(out_dir) -> list[dict]:
     ours = np.concatenate([np.asarray(sol.x["w"]), np.atleast_1d(np.asarray(sol.x["b"]))])
     ref = np.concatenate([clf.coef_.ravel(), clf.intercept_])
     dist = np.linalg.norm(ours - ref) / max(1.0, np.linalg.norm(ref))
-    k_lbfgs = _lbfgs_iters(_logistic, x0, args, 1e-8)
+    k_lbfgs = _lbfgs_iters(logistic_objective, x0, args, 1e-8)
     rows.append(
         row_from_solution(
             "logistic regression, breast_cancer",
@@ -87,18 +81,9 @@ def run(out_dir) -> list[dict]:
     )
 
     # spectral bias
-    n, width, scale = 128, 64, 20.0
-    x = jnp.linspace(0.0, 1.0, n)
-    data = (x, jnp.sin(2 * jnp.pi * 8 * x))
-    k1, k2, k3 = jax.random.split(jax.random.key(0), 3)
-    params = {
-        "W1": scale * jax.random.normal(k1, (width,)),
-        "b1": jax.random.uniform(k2, (width,), minval=-scale, maxval=scale),
-        "W2": jax.random.normal(k3, (width,)) / jnp.sqrt(width),
-        "b2": jnp.zeros(()),
-    }
-    mse = lambda p: jnp.mean(_residual(p, data) ** 2)
-    lm = gauss_newton(_residual, damping=1e-3)
+    params, data = sine_mlp_problem(seed=0, n=128, width=64, freq=8.0, scale=20.0)
+    mse = lambda p: jnp.mean(sine_mlp_residual(p, data) ** 2)
+    lm = gauss_newton(sine_mlp_residual, damping=1e-3)
 
     @jax.jit
     def lm_curve(p):

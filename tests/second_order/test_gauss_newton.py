@@ -9,6 +9,7 @@ import pytest
 
 import jaxsolve
 from jaxsolve.second_order import gauss_newton, gn_precondition, scale_by_gauss_newton
+from jaxsolve.second_order.problems import sine_mlp_problem, sine_mlp_residual
 
 
 @pytest.mark.parametrize(
@@ -54,30 +55,11 @@ def test_linear_least_squares_one_step():
     np.testing.assert_allclose(np.asarray(sol.x), np.linalg.lstsq(A, b, rcond=None)[0], rtol=1e-9)
 
 
-def _mlp_problem(seed=0, n=128, width=64, freq=8.0, scale=20.0):
-    """sin(2 pi freq x) on [0, 1] with a one-hidden-layer tanh MLP (the bench's problem)."""
-    x = jnp.linspace(0.0, 1.0, n)
-    y = jnp.sin(2 * jnp.pi * freq * x)
-    k1, k2, k3 = jax.random.split(jax.random.key(seed), 3)
-    params = {
-        "W1": scale * jax.random.normal(k1, (width,)),
-        "b1": jax.random.uniform(k2, (width,), minval=-scale, maxval=scale),
-        "W2": jax.random.normal(k3, (width,)) / jnp.sqrt(width),
-        "b2": jnp.zeros(()),
-    }
-    return params, (x, y)
-
-
-def mlp_residual(p, args):
-    x, y = args
-    return jnp.tanh(x[:, None] * p["W1"] + p["b1"]) @ p["W2"] + p["b2"] - y
-
-
 def test_spectral_bias_lm_vs_adam():
     """LM reaches MSE 1e-4 on sin(2 pi 8 x); the best of Adam at 3 rates does not in 10x the steps."""
-    params, args = _mlp_problem()
-    mse = lambda p: jnp.mean(mlp_residual(p, args) ** 2)
-    solver = gauss_newton(mlp_residual, damping=1e-3)
+    params, args = sine_mlp_problem()
+    mse = lambda p: jnp.mean(sine_mlp_residual(p, args) ** 2)
+    solver = gauss_newton(sine_mlp_residual, damping=1e-3)
 
     @jax.jit
     def lm_curve(params):
@@ -111,16 +93,16 @@ def test_spectral_bias_lm_vs_adam():
 # slow: 30-70 s of compilation; the contract (gradients/float32/vmap checks) covers the same property in the default suite
 @pytest.mark.slow
 def test_optax_transform_equals_fixed_damping_solver():
-    params, args = _mlp_problem(width=16, n=24, freq=1.0, scale=3.0)
+    params, args = sine_mlp_problem(width=16, n=24, freq=1.0, scale=3.0)
     mu = 1e-3
     m = args[0].shape[0]
-    solver = gauss_newton(mlp_residual, damping=mu, adaptive=False)
+    solver = gauss_newton(sine_mlp_residual, damping=mu, adaptive=False)
     state = solver.init(params, args)
     # loss 1/(2m) |r|^2 -> GN matrix J^T J / m; damping mu/m gives the same step as the solver
-    loss = lambda p, batch: 0.5 * jnp.mean(mlp_residual(p, batch) ** 2)
+    loss = lambda p, batch: 0.5 * jnp.mean(sine_mlp_residual(p, batch) ** 2)
     for linear_solver in ("dense", "cg"):
         tx = optax.chain(
-            scale_by_gauss_newton(mlp_residual, damping=mu / m, linear_solver=linear_solver),
+            scale_by_gauss_newton(sine_mlp_residual, damping=mu / m, linear_solver=linear_solver),
             optax.scale_by_learning_rate(1.0),
         )
         p, s, st = params, tx.init(params), state
@@ -169,15 +151,15 @@ def test_equinox_model_training_with_transform():
 
 
 def test_matrix_free_cg_matches_dense():
-    params, args = _mlp_problem(width=16, n=24, freq=1.0, scale=3.0)
+    params, args = sine_mlp_problem(width=16, n=24, freq=1.0, scale=3.0)
     run = lambda solver: jaxsolve.solve(solver, params, args, tol=1e-12, max_steps=12)
-    dense = run(gauss_newton(mlp_residual, damping=1e-2))
-    cg = run(gauss_newton(mlp_residual, damping=1e-2, linear_solver="cg", cg_maxiter=200))
+    dense = run(gauss_newton(sine_mlp_residual, damping=1e-2))
+    cg = run(gauss_newton(sine_mlp_residual, damping=1e-2, linear_solver="cg", cg_maxiter=200))
     # the same LM iterates: CG solves each damped system to tolerance
     for a, b in zip(jax.tree.leaves(dense.x), jax.tree.leaves(cg.x), strict=True):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-8)
-    r0 = float(jnp.sum(mlp_residual(params, args) ** 2))
-    assert float(jnp.sum(mlp_residual(cg.x, args) ** 2)) < 1e-3 * r0
+    r0 = float(jnp.sum(sine_mlp_residual(params, args) ** 2))
+    assert float(jnp.sum(sine_mlp_residual(cg.x, args) ** 2)) < 1e-3 * r0
 
 
 def test_fixed_damping_nan_is_reported():
@@ -193,13 +175,13 @@ def test_fixed_damping_nan_is_reported():
 
 def test_bad_input():
     with pytest.raises(ValueError, match="damping"):
-        gauss_newton(mlp_residual, damping=0.0)
+        gauss_newton(sine_mlp_residual, damping=0.0)
     with pytest.raises(ValueError, match="learning_rate"):
-        gauss_newton(mlp_residual, learning_rate=0.0)
+        gauss_newton(sine_mlp_residual, learning_rate=0.0)
     with pytest.raises(ValueError, match="damping"):
-        scale_by_gauss_newton(mlp_residual, damping=-1.0)
+        scale_by_gauss_newton(sine_mlp_residual, damping=-1.0)
     with pytest.raises(ValueError, match="linear_solver"):
-        scale_by_gauss_newton(mlp_residual, linear_solver="lu")
-    tx = scale_by_gauss_newton(mlp_residual)
+        scale_by_gauss_newton(sine_mlp_residual, linear_solver="lu")
+    tx = scale_by_gauss_newton(sine_mlp_residual)
     with pytest.raises(ValueError, match="params"):
         tx.update(jnp.ones(2), tx.init(jnp.ones(2)))

@@ -16,23 +16,9 @@ from sklearn.preprocessing import StandardScaler
 
 import jaxsolve
 from jaxsolve.second_order import gradient_regularized_newton
+from jaxsolve.second_order.problems import logistic_objective, softmax_objective
 
 C = 1.0
-
-
-def binary_fun(p, args):
-    """sklearn's objective / n: mean log-loss + 1/(2 C n) |w|^2 (intercept unpenalized)."""
-    X, y, mu = args
-    z = X @ p["w"] + p["b"]
-    return jnp.mean(jnp.logaddexp(0.0, z) - y * z) + 0.5 * mu * jnp.sum(p["w"] ** 2)
-
-
-def softmax_fun(p, args):
-    X, Y, mu = args
-    z = X @ p["W"] + p["b"]
-    return jnp.mean(jax.nn.logsumexp(z, axis=1) - jnp.sum(Y * z, axis=1)) + 0.5 * mu * jnp.sum(
-        p["W"] ** 2
-    )
 
 
 def sklearn_fit(X, y):
@@ -94,18 +80,20 @@ def _rel(a, b):
 
 def test_logistic_breast_cancer_matches_sklearn_and_beats_lbfgs(cancer):
     X, y, args, x0, clf = cancer
-    sol = jaxsolve.solve(gradient_regularized_newton(binary_fun), x0, args, tol=1e-8, max_steps=100)
+    sol = jaxsolve.solve(
+        gradient_regularized_newton(logistic_objective), x0, args, tol=1e-8, max_steps=100
+    )
     assert int(sol.status) == jaxsolve.Status.SUCCESS
     assert float(sol.error) <= 1e-8
     ours = np.concatenate([np.asarray(sol.x["w"]), np.atleast_1d(np.asarray(sol.x["b"]))])
     ref = np.concatenate([clf.coef_.ravel(), clf.intercept_])
     assert _rel(ours, ref) <= 1e-6
     # sklearn's answer is itself a stationary point of our objective (same problem)
-    g_ref = jax.grad(binary_fun)(
+    g_ref = jax.grad(logistic_objective)(
         {"w": jnp.asarray(clf.coef_.ravel()), "b": jnp.asarray(clf.intercept_[0])}, args
     )
     assert float(optax.tree.norm(g_ref)) < 1e-7
-    k_lbfgs, g_lbfgs = lbfgs_iterations(binary_fun, x0, args, 1e-8)
+    k_lbfgs, g_lbfgs = lbfgs_iterations(logistic_objective, x0, args, 1e-8)
     assert g_lbfgs <= 1e-8
     assert int(sol.num_steps) < k_lbfgs, (int(sol.num_steps), k_lbfgs)
     assert int(sol.num_steps) <= 15
@@ -113,7 +101,7 @@ def test_logistic_breast_cancer_matches_sklearn_and_beats_lbfgs(cancer):
 
 def test_softmax_digits_matches_sklearn_and_beats_lbfgs(digits):
     X, y, args, x0, clf = digits
-    solver = gradient_regularized_newton(softmax_fun, linear_solver="cg", cg_maxiter=200)
+    solver = gradient_regularized_newton(softmax_objective, linear_solver="cg", cg_maxiter=200)
     sol = jaxsolve.solve(solver, x0, args, tol=1e-8, max_steps=100)
     assert int(sol.status) == jaxsolve.Status.SUCCESS
     assert float(sol.error) <= 1e-8
@@ -123,7 +111,7 @@ def test_softmax_digits_matches_sklearn_and_beats_lbfgs(digits):
     ours = np.concatenate([W.ravel(), b - b.mean()])
     ref = np.concatenate([clf.coef_.ravel(), clf.intercept_ - clf.intercept_.mean()])
     assert _rel(ours, ref) <= 1e-6
-    k_lbfgs, g_lbfgs = lbfgs_iterations(softmax_fun, x0, args, 1e-8)
+    k_lbfgs, g_lbfgs = lbfgs_iterations(softmax_objective, x0, args, 1e-8)
     assert g_lbfgs <= 1e-8
     assert int(sol.num_steps) < k_lbfgs / 5, (int(sol.num_steps), k_lbfgs)
 
@@ -148,16 +136,16 @@ def test_hessian_models_reach_the_same_solution(cancer):
         return jnp.logaddexp(0.0, z) - y * z + 0.5 * mu * jnp.sum(p["w"] ** 2)
 
     def exact_hvp(p, args, v):
-        return jax.jvp(jax.grad(lambda q: binary_fun(q, args)), (p,), (v,))[1]
+        return jax.jvp(jax.grad(lambda q: logistic_objective(q, args)), (p,), (v,))[1]
 
     solvers = {
         "gauss_newton": gradient_regularized_newton(
             hessian="gauss_newton", model=model, outer_loss=outer
         ),
         "fisher": gradient_regularized_newton(hessian="fisher", per_example_loss=per_example),
-        "callable": gradient_regularized_newton(binary_fun, hessian=exact_hvp),
+        "callable": gradient_regularized_newton(logistic_objective, hessian=exact_hvp),
         "exact+B": gradient_regularized_newton(
-            binary_fun, norm_weights={"w": jnp.full(X.shape[1], 2.0), "b": jnp.asarray(0.5)}
+            logistic_objective, norm_weights={"w": jnp.full(X.shape[1], 2.0), "b": jnp.asarray(0.5)}
         ),
     }
     steps = {}
@@ -199,7 +187,12 @@ def test_rosenbrock_nonconvex_exact_hessian():
 def test_gradient_norm_decreases_locally_superlinearly(cancer):
     _, _, args, x0, _ = cancer
     sol = jaxsolve.solve(
-        gradient_regularized_newton(binary_fun), x0, args, tol=1e-12, max_steps=100, history=True
+        gradient_regularized_newton(logistic_objective),
+        x0,
+        args,
+        tol=1e-12,
+        max_steps=100,
+        history=True,
     )
     h = np.asarray(sol.history)[: int(sol.num_steps)]
     tail = h[-4:]
@@ -211,7 +204,9 @@ def test_float32(cancer):
     _, _, args, x0, clf = cancer
     args32 = jax.tree.map(lambda a: jnp.asarray(a, jnp.float32), args)
     x32 = jax.tree.map(lambda a: a.astype(jnp.float32), x0)
-    sol = jaxsolve.solve(gradient_regularized_newton(binary_fun), x32, args32, max_steps=100)
+    sol = jaxsolve.solve(
+        gradient_regularized_newton(logistic_objective), x32, args32, max_steps=100
+    )
     assert int(sol.status) == jaxsolve.Status.SUCCESS
     assert sol.x["w"].dtype == jnp.float32
     ours = np.concatenate([np.asarray(sol.x["w"]), np.atleast_1d(np.asarray(sol.x["b"]))])
@@ -220,14 +215,14 @@ def test_float32(cancer):
 
 def test_bad_input():
     with pytest.raises(ValueError, match="hessian"):
-        gradient_regularized_newton(binary_fun, hessian="bfgs")
+        gradient_regularized_newton(logistic_objective, hessian="bfgs")
     with pytest.raises(ValueError, match="per_example_loss"):
-        gradient_regularized_newton(binary_fun, hessian="fisher")
+        gradient_regularized_newton(logistic_objective, hessian="fisher")
     with pytest.raises(ValueError, match="gamma_min"):
-        gradient_regularized_newton(binary_fun, gamma_min=0.0)
+        gradient_regularized_newton(logistic_objective, gamma_min=0.0)
     with pytest.raises(ValueError, match="max_backtracks"):
-        gradient_regularized_newton(binary_fun, max_backtracks=0)
+        gradient_regularized_newton(logistic_objective, max_backtracks=0)
     with pytest.raises(ValueError, match="norm_weights"):
-        gradient_regularized_newton(binary_fun, norm_weights=jnp.array([1.0, -1.0]))
+        gradient_regularized_newton(logistic_objective, norm_weights=jnp.array([1.0, -1.0]))
     with pytest.raises(TypeError, match="fun"):
         gradient_regularized_newton("f")
