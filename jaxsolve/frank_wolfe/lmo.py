@@ -102,10 +102,15 @@ def _flat(g):
 # ---------------------------------------------------------------- vector sets
 
 
-def _simplex(g, *, radius):
+def _vertex(g, i, value):
+    """``value * e_i`` shaped like ``g``: the vertex returned by the simplex and l1 LMOs."""
     flat, shape = _flat(g)
-    v = jnp.zeros_like(flat).at[jnp.argmin(flat)].set(radius)
-    return v.reshape(shape)
+    return jnp.zeros_like(flat).at[i].set(jnp.asarray(value, flat.dtype)).reshape(shape)
+
+
+def _simplex(g, *, radius):
+    flat, _ = _flat(g)
+    return _vertex(g, jnp.argmin(flat), radius)
 
 
 def probability_simplex(radius: float = 1.0) -> LMO:
@@ -114,10 +119,9 @@ def probability_simplex(radius: float = 1.0) -> LMO:
 
 
 def _unit_simplex(g, *, radius):
-    flat, shape = _flat(g)
+    flat, _ = _flat(g)
     i = jnp.argmin(flat)
-    v = jnp.zeros_like(flat).at[i].set(jnp.where(flat[i] < 0, radius, 0.0).astype(flat.dtype))
-    return v.reshape(shape)
+    return _vertex(g, i, jnp.where(flat[i] < 0, radius, 0.0))
 
 
 def unit_simplex(radius: float = 1.0) -> LMO:
@@ -126,10 +130,9 @@ def unit_simplex(radius: float = 1.0) -> LMO:
 
 
 def _l1(g, *, radius):
-    flat, shape = _flat(g)
+    flat, _ = _flat(g)
     i = jnp.argmax(jnp.abs(flat))
-    s = jnp.where(flat[i] > 0, -radius, radius).astype(flat.dtype)
-    return jnp.zeros_like(flat).at[i].set(s).reshape(shape)
+    return _vertex(g, i, jnp.where(flat[i] > 0, -radius, radius))
 
 
 def l1_ball(radius: float = 1.0) -> LMO:
