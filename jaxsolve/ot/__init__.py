@@ -2,7 +2,7 @@
 
 from jaxsolve.ot.distance import w2
 from jaxsolve.ot.grid import Grid
-from jaxsolve.ot.sobolev import barycenter, sobolev_barycenter
+from jaxsolve.ot.sobolev import barycenter, barycenter_functional, sobolev_barycenter
 from jaxsolve.ot.transforms import (
     c_transform,
     inverse_laplacian,
@@ -14,6 +14,7 @@ from jaxsolve.ot.transforms import (
 __all__ = [
     "Grid",
     "barycenter",
+    "barycenter_functional",
     "c_transform",
     "inverse_laplacian",
     "legendre",

