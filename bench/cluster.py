@@ -10,6 +10,7 @@ which is reported apart); the machine is shared, so ratios are what to read.
 from __future__ import annotations
 
 import argparse
+import inspect
 import pathlib
 import sys
 import time
@@ -23,7 +24,7 @@ jax.config.update("jax_enable_x64", True)
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from jaxsolve.cluster import kmeans, ratio_cut, ratio_cut_cost  # noqa: E402
+from jaxsolve.cluster import kmeans, nlr, ratio_cut, ratio_cut_cost  # noqa: E402
 from jaxsolve.manifolds import RIM  # noqa: E402
 
 try:
@@ -69,120 +70,212 @@ def mixture(seed, n, d=4, k=3):
     return mx(seed, n=n, d=d, k=k)
 
 
-def bench_newton_vs_nlr(sizes, rows):
-    out = [
-        "## K-means: Riemannian Newton (ARC) vs NLR, Gaussian mixtures (2x the recovery threshold)",
-        "",
-    ]
-    out.append(
-        "| n | K | Newton steps | NLR steps | step ratio | Newton s | NLR s | time ratio (ours/NLR) | <A,Z> Newton | <A,Z> NLR | ARI Newton | ARI NLR | compile s (Newton) |"
-    )
-    out.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for n in sizes:
-        x, y = mixture(0, n)
-        (lab, _, sol), c1, t1 = _timed(kmeans, x, 3, key=jax.random.key(0), mu=1e-3, polish=0)
-        (lab2, _, sol2), _, t2 = _timed(kmeans, x, 3, key=jax.random.key(0), method="nlr", polish=0)
-        from jaxsolve.cluster import lift, prepare_data
+def _load(name):
+    """A named dataset: ``gmmN`` (a mixture at 2x the exact-recovery threshold) or a
+    scikit-learn dataset, standardized."""
+    if name.startswith("gmm"):
+        return mixture(0, int(name[3:]))
+    x, y = getattr(datasets, f"load_{name}")(return_X_y=True)
+    return StandardScaler().fit_transform(x), y
 
+
+def _best_of(fn, reps, *a, **k):
+    """Compile (first call) apart, then the best of ``reps`` steady-state calls (the
+    machine is shared: the minimum is the least perturbed run)."""
+    out, first, t = _timed(fn, *a, **k)
+    for _ in range(reps - 1):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn(*a, **k))
+        t = min(t, time.perf_counter() - t0)
+    return out, first - t, t
+
+
+def _nlr_steps_to(data, u0, target, steps, alpha, beta):
+    """First NLR step after which ``<A, U U^T> >= target`` and the row-sum residual
+    ``||U U^T 1 - 1|| / sqrt(n) <= 1e-6`` hold for good (same iterates as the solve)."""
+    solver = nlr(alpha=alpha, beta=beta)
+    n = data.shape[0]
+
+    @jax.jit
+    def run(u0):
+        def body(st, _):
+            st, _ = solver.step(st, data)
+            u = st.x
+            res = jnp.linalg.norm(u @ (u.T @ jnp.ones((n,), u.dtype)) - 1) / jnp.sqrt(n)
+            return st, (jnp.sum((data.T @ u) ** 2), res)
+
+        return jax.lax.scan(body, solver.init(u0, data), None, length=steps)[1]
+
+    az, res = map(np.asarray, run(u0))
+    ok = (az >= target) & (res <= 1e-6)
+    if not ok[-1]:
+        return None
+    bad = np.nonzero(~ok)[0]
+    return int(bad[-1]) + 2 if bad.size else 1
+
+
+NLR_REF_BETA = 10.0  # the reference code's penalty, applied to our unit-norm data
+NLR_REF_ALPHA = 0.5
+
+
+def bench_kmeans(names, rows, *, reps=2, ref_nlr=True, ref_max_steps=200_000):
+    """Newton (ARC) vs NLR (tuned, and with beta = 10) vs scikit-learn, one table."""
+    from jaxsolve.cluster import lift, nlr_start, prepare_data
+
+    out = [
+        "## K-means: Riemannian Newton (ARC) vs NLR vs scikit-learn KMeans(n_init=10)",
+        "",
+        "| data | n x d | K | mu | Newton steps | Newton s | Newton compile s | NLR steps | NLR s "
+        "| NLR steps to Newton's <A,Z> | step ratio | time ratio (Newton/NLR) "
+        "| NLR(beta=10) steps | NLR(beta=10) s | time ratio vs NLR(beta=10) "
+        "| <A,Z> Newton | <A,Z> NLR | inertia/sklearn Newton | inertia/sklearn NLR "
+        "| ARI Newton | ARI NLR | ARI sklearn | sklearn s |",
+        "|" + "---|" * 23,
+    ]
+    for name in names:
+        x, y = _load(name)
+        n, d = x.shape
+        k = len(np.unique(y))
+        mu = 1e-3 if name.startswith("gmm") else 0.03
+        key = jax.random.key(0)
+        (lab, _, sol), c1, t1 = _best_of(kmeans, reps, x, k, key=key, mu=mu)
+        (lab2, _, sol2), _, t2 = _best_of(kmeans, reps, x, k, key=key, method="nlr")
         data, _ = prepare_data(jnp.asarray(x))
-        u1 = lift(*sol.x)
-        az1 = float(jnp.sum((data.T @ u1) ** 2))
+        az1 = float(jnp.sum((data.T @ lift(*sol.x)) ** 2))
         az2 = float(jnp.sum((data.T @ sol2.x) ** 2))
         s1, s2 = int(sol.num_steps), int(sol2.num_steps)
-        out.append(
-            f"| {n} | 3 | {s1} | {s2} | {s1 / s2:.4f} | {t1:.2f} | {t2:.2f} | {t1 / t2:.2f} | "
-            f"{az1:.5f} | {az2:.5f} | {adjusted_rand_score(y, lab):.3f} | "
-            f"{adjusted_rand_score(y, lab2):.3f} | {c1:.1f} |"
-        )
-        rows.append(dict(n=n, step_ratio=s1 / s2, time_ratio=t1 / t2))
-    out.append("")
-    out.append(
-        "`<A,Z>` is the fraction of the total sum of squares explained by the relaxed "
-        "cluster matrix (higher is better; the Newton iterate carries the barrier "
-        "`mu = 1e-3`, NLR none). Both stop at their own rule (Newton: Riemannian gradient "
-        "norm <= 1e-6; NLR: the reference code's max(step, row-sum residual) <= 1e-6)."
-    )
-    return out
-
-
-def bench_datasets(names, rows):
-    out = ["## K-means on scikit-learn datasets (standardized) vs KMeans(n_init=10)", ""]
-    out.append(
-        "| data | n x d | K | objective ratio (ours/sklearn) | raw rounding ratio | ARI ours | ARI sklearn | steps | ours s | sklearn s | time ratio | compile s |"
-    )
-    out.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for name in names:
-        x, y = getattr(datasets, f"load_{name}")(return_X_y=True)
-        x = StandardScaler().fit_transform(x)
-        k = len(np.unique(y))
-        (lab, _, sol), c1, t1 = _timed(kmeans, x, k, key=jax.random.key(0))
-        lab0, _, _ = kmeans(x, k, key=jax.random.key(0), polish=0)
+        dflt = inspect.signature(nlr).parameters
+        u0 = nlr_start(key, n, k, 2 * k, jnp.float64)
+        to_eq = _nlr_steps_to(data, u0, az1, s2, dflt["alpha"].default, dflt["beta"].default)
+        if ref_nlr:
+            (_, _, sol3), _, t3 = _best_of(
+                kmeans,
+                1,
+                x,
+                k,
+                key=key,
+                method="nlr",
+                alpha=NLR_REF_ALPHA,
+                beta=NLR_REF_BETA,
+                max_steps=ref_max_steps,
+            )
+            s3 = int(sol3.num_steps)
+            ref_cols = f"{s3}{'' if int(sol3.status) == 0 else ' (cap)'} | {t3:.2f} | {t1 / t3:.2f}"
+        else:
+            ref_cols = "- | - | -"
         t = time.perf_counter()
         km = KMeans(k, n_init=10, random_state=0).fit(x)
-        t2 = time.perf_counter() - t
-        ratio = _inertia(x, lab) / km.inertia_
-        raw = _inertia(x, lab0) / km.inertia_
+        tsk = time.perf_counter() - t
+        eq = "-" if to_eq is None else f"{to_eq}"
         out.append(
-            f"| {name} | {x.shape[0]}x{x.shape[1]} | {k} | {ratio:.4f} | {raw:.4f} | "
-            f"{adjusted_rand_score(y, lab):.3f} | {adjusted_rand_score(y, km.labels_):.3f} | "
-            f"{int(sol.num_steps)} | {t1:.2f} | {t2:.2f} | {t1 / t2:.1f} | {c1:.1f} |"
+            f"| {name} | {n}x{d} | {k} | {mu:g} | {s1} | {t1:.3f} | {c1:.1f} | {s2} | {t2:.3f} | "
+            f"{eq} | {s1 / s2:.3f} | {t1 / t2:.1f} | {ref_cols} | {az1:.5f} | {az2:.5f} | "
+            f"{_inertia(x, lab) / km.inertia_:.4f} | {_inertia(x, lab2) / km.inertia_:.4f} | "
+            f"{adjusted_rand_score(y, lab):.3f} | {adjusted_rand_score(y, lab2):.3f} | "
+            f"{adjusted_rand_score(y, km.labels_):.3f} | {tsk:.2f} |"
         )
-        rows.append(dict(data=name, ratio=ratio))
-    out.append("")
-    out.append(
-        "Objective = K-means inertia of the returned labels (rounding of `Z = U U^T` + 20 "
-        "Lloyd steps); 'raw rounding' is without the Lloyd polish."
-    )
+        print(out[-1], flush=True)
+        rows.append(dict(data=name, step_ratio=s1 / s2, time_ratio=t1 / t2))
+    out += [
+        "",
+        "Times are steady state (compilation reported apart, best of "
+        f"{reps} calls; 2 shared cores). Newton: `kmeans(x, K, key=key(0), mu=mu)` "
+        '(stops at Riemannian gradient norm <= 1e-6); NLR: `method="nlr"` with its '
+        "default (tuned) `alpha = 0.7, beta = 0.01`, stopping at the reference code's "
+        "rule max(step, row-sum residual) <= 1e-6; NLR(beta=10): the reference code's "
+        f"penalty on our unit-norm data (`alpha = {NLR_REF_ALPHA}`), the baseline of the "
+        "previous tables. `<A,Z>` = fraction of the total sum of squares explained by the "
+        "relaxed cluster matrix (higher is better; Newton's carries the barrier `mu`). "
+        "'NLR steps to Newton's <A,Z>': first NLR step from which its relaxation is at "
+        "least as good as Newton's final one with row sums within 1e-6 (equal-objective "
+        "point). Inertia = K-means objective of the returned labels (rounding + 20 Lloyd "
+        "steps for both methods).",
+    ]
     return out
 
 
-def bench_ratio_cut(n_sub, full, rows):
+def bench_ratio_cut(n_sub, full, rows, *, ds_full_steps=60, rim_steps=100):
+    """Ratio Cut on a 10-NN graph of digits: RIM (spectral and random starts) vs the
+    doubly stochastic manifold vs scikit-learn's spectral clustering."""
     x, y = datasets.load_digits(return_X_y=True)
     out = ["## Ratio Cut on a 10-NN graph of scikit-learn digits", ""]
-    out.append("| n | manifold | solver | steps | cost | ACC | NMI | s | compile s |")
-    out.append("|---|---|---|---|---|---|---|---|---|")
+    out.append(
+        "| n | manifold | start | solver | steps | cost | grad norm | ACC | NMI | s | compile s |"
+    )
+    out.append("|---|---|---|---|---|---|---|---|---|---|---|")
     res = {}
     for n in sorted({n_sub, full} if full else {n_sub}):
         xs, ys = x[:n], y[:n]
         a = kneighbors_graph(xs, 10, include_self=False).toarray()
         w = 0.5 * (a + a.T)
         wn = jnp.asarray(w / w.sum(1).max())
-        mans = ["rim", "doubly_stochastic"] if n == n_sub else ["rim"]
-        for man in mans:
-            (lab, f, sol), c1, t1 = _timed(ratio_cut, w, 10, manifold=man, max_steps=300)
+        runs = [
+            ("rim", "spectral", rim_steps),
+            ("rim", "random", 300),
+            ("doubly_stochastic", "random", 300 if n == n_sub else ds_full_steps),
+        ]
+        for man, init, steps in runs:
+            kw = dict(manifold=man, max_steps=steps)
+            if man == "rim":
+                kw["init"] = init
+            # the doubly stochastic solve at full size runs once (minutes per call)
+            reps = 1 if (man != "rim" and n != n_sub) else 2
+            if reps == 1:
+                t0 = time.perf_counter()
+                lab, f, sol = jax.block_until_ready(ratio_cut(w, 10, **kw))
+                t1, c1 = time.perf_counter() - t0, float("nan")
+            else:
+                (lab, f, sol), c1, t1 = _best_of(ratio_cut, reps, w, 10, **kw)
             cost = float(ratio_cut_cost(f, wn))
-            res[(n, man)] = (cost, t1)
+            kkt = float(sol.error)
+            res[(n, man, init)] = (cost, t1)
+            st = int(sol.num_steps)
             out.append(
-                f"| {n} | {man} | CG | {int(sol.num_steps)} | {cost:.6f} | {_accuracy(ys, lab):.3f} | "
-                f"{normalized_mutual_info_score(ys, lab):.3f} | {t1:.2f} | {c1:.1f} |"
+                f"| {n} | {man} | {init} | CG | {st}{'' if int(sol.status) == 0 else ' (budget)'} | "
+                f"{cost:.5f} | {kkt:.2e} | {_accuracy(ys, lab):.3f} | "
+                f"{normalized_mutual_info_score(ys, lab):.3f} | {t1:.2f}"
+                f"{' (incl. compile)' if reps == 1 else ''} | {c1:.1f} |"
             )
+            print(out[-1], flush=True)
         t = time.perf_counter()
         sc = SpectralClustering(10, affinity="precomputed", random_state=0).fit(w)
         t2 = time.perf_counter() - t
         out.append(
-            f"| {n} | sklearn SpectralClustering | - | - | "
-            f"{float(ratio_cut_cost(jnp.asarray(np.eye(10)[sc.labels_]), wn)):.4f} | "
+            f"| {n} | sklearn SpectralClustering | - | - | - | "
+            f"{float(ratio_cut_cost(jnp.asarray(np.eye(10)[sc.labels_]), wn)):.5f} | - | "
             f"{_accuracy(ys, sc.labels_):.3f} | {normalized_mutual_info_score(ys, sc.labels_):.3f} | {t2:.2f} | - |"
         )
-    rim, ds = res[(n_sub, "rim")], res[(n_sub, "doubly_stochastic")]
+    out.append("")
+    for n in sorted({n_sub, full} if full else {n_sub}):
+        ds = res[(n, "doubly_stochastic", "random")]
+        for init in ("spectral", "random"):
+            rim = res[(n, "rim", init)]
+            out.append(
+                f"- n = {n}, RIM ({init} start) vs DS: cost ratio {rim[0] / ds[0]:.3f}, "
+                f"time ratio {rim[1] / ds[1]:.3f}"
+            )
+            rows.append(dict(n=n, init=init, cost_ratio=rim[0] / ds[0], time_ratio=rim[1] / ds[1]))
     out.append("")
     out.append(
-        f"At n = {n_sub}: cost ratio RIM/DS = {rim[0] / ds[0]:.6f}, time ratio RIM/DS = "
-        f"{rim[1] / ds[1]:.3f}. Both start from a random point of their manifold, run "
-        "Riemannian CG (Hestenes-Stiefel, Armijo) for at most 300 steps on the same "
-        "normalized graph; the DS relaxation is `F = Z B` with `Z` doubly stochastic "
-        "(Fisher metric, O(n^3) per operation). The spectral clustering row's cost is the "
-        "Ratio Cut of its hard labels."
+        "Riemannian CG (Hestenes-Stiefel, Armijo) on the same normalized graph, "
+        "`lower = upper = n/10` (the paper's Table 4 setting); the DS relaxation is "
+        "`F = Z B` with `Z` doubly stochastic (Fisher metric, O(n^3) per operation), from "
+        "a random point. RIM spectral start: `spectral_start` (LOBPCG on the Laplacian, "
+        "rounding, soft assignment, Sinkhorn into the set; its time is included). "
+        "'(budget)': the step budget ended the run before the Riemannian gradient norm "
+        "reached 1e-6; on RIM it cannot vanish at these optima, where 10-25% of the "
+        "entries of F sit at 0 (the closed set's boundary). Times are steady "
+        "state (best of 2, compile apart) except where marked. The spectral clustering "
+        "row's cost is the Ratio Cut of its hard labels."
     )
-    rows.append(dict(cost_ratio=rim[0] / ds[0], time_ratio=rim[1] / ds[1]))
     return out
 
 
-def bench_linear_time(sizes, rows):
+def bench_linear_time(sizes, rows, reps=3):
     out = ["## RIM retraction + projection time vs n (c = 10, 20 inner sweeps each)", ""]
-    out.append("| n | retraction | s |")
+    out.append(f"| n | retraction | s (best of {reps}) |")
     out.append("|---|---|---|")
-    times = {}
+    fns = {}
     for ret in ("dykstra", "dual", "sinkhorn"):
         for n in sizes:
             # tol=0: exactly max_iter sweeps, so the ratio measures the cost per sweep
@@ -190,16 +283,54 @@ def bench_linear_time(sizes, rows):
             x = m.random_point(jax.random.key(0))
             u = 0.5 * jax.random.normal(jax.random.key(1), (n, 10))
             f = jax.jit(lambda x, u, m=m: m.retract(x, m.proj(x, u)))
-            _, _, t = _timed(f, x, u)
-            times[(ret, n)] = t
-            out.append(f"| {n} | {ret} | {t:.4f} |")
+            jax.block_until_ready(f(x, u))  # compile + warm-up, not timed
+            fns[(ret, n)] = (f, x, u)
+    times = {}
+    for _ in range(reps):  # interleaved, so that load changes hit both sizes alike
+        for key, (f, x, u) in fns.items():
+            t = time.perf_counter()
+            jax.block_until_ready(f(x, u))
+            times[key] = min(times.get(key, np.inf), time.perf_counter() - t)
+    for (ret, n), t in times.items():
+        out.append(f"| {n} | {ret} | {t:.4f} |")
     out.append("")
     lo, hi = sizes
     for ret in ("dykstra", "dual", "sinkhorn"):
         out.append(
             f"- {ret}: time({hi}) / time({lo}) = {times[(ret, hi)] / times[(ret, lo)]:.1f} (linear: {hi / lo:.0f})"
         )
+    out.append("")
+    out.append(
+        "Each row: one jitted `retract(x, proj(x, u))` with a fixed number of sweeps "
+        "(independent of n), compiled and warmed up before timing. The row-wise simplex "
+        "projections are vectorized (Michelot's algorithm over all rows at once)."
+    )
     rows.append({k: v for k, v in times.items()})
+    return out
+
+
+def bench_newton_step_time(sizes, rows, steps=10):
+    """Time per Newton step vs n (mixture, d = 4, K = 3): linear in n."""
+    from jaxsolve.cluster import feasible_point, kmeans_newton, prepare_data
+    from jaxsolve.core import solve
+
+    out = ["## Newton step time vs n (mixture d = 4, K = 3, r = 4, mu = 0.03)", ""]
+    out += ["| n | s per step | compile s |", "|---|---|---|"]
+    per = {}
+    for n in sizes:
+        x, _ = mixture(0, n)
+        data, _ = prepare_data(jnp.asarray(x))
+        x0 = feasible_point(jax.random.key(0), n, 3, 4)
+        fn = lambda x0, data: solve(kmeans_newton(mu=0.03), x0, data, tol=0.0, max_steps=steps)
+        sol, c1, t1 = _best_of(fn, 2, x0, data)
+        per[n] = t1 / int(sol.num_steps)
+        out.append(f"| {n} | {per[n]:.4f} | {c1:.1f} |")
+    lo, hi = sizes
+    out += [
+        "",
+        f"- time per step ratio n = {hi} / n = {lo}: {per[hi] / per[lo]:.1f} (linear: {hi / lo:.0f})",
+    ]
+    rows.append(per)
     return out
 
 
@@ -256,6 +387,8 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true")
     p.add_argument("--denoise", action="store_true", help="only the TV denoising demo (full image)")
+    p.add_argument("--only", default=None, help="comma list of sections: kmeans, linear, ratio_cut")
+    p.add_argument("--out", default=None, help="results file (default bench/results/...)")
     ns = p.parse_args(argv)
     if datasets is None:
         return 0
@@ -268,18 +401,29 @@ def main(argv=None):
         sections = [lambda: bench_denoise(1, 30, rows)]
     elif ns.quick:
         sections = [
-            lambda: bench_newton_vs_nlr([150], rows),
-            lambda: bench_datasets(["iris"], rows),
-            lambda: bench_ratio_cut(100, None, rows),
+            lambda: bench_kmeans(["gmm150", "iris"], rows, ref_nlr=False),
+            lambda: bench_ratio_cut(120, None, rows, rim_steps=100),
             lambda: bench_linear_time((10_000, 100_000), rows),
         ]
     else:
         sections = [
-            lambda: bench_newton_vs_nlr([150, 300], rows),
+            lambda: bench_kmeans(
+                ["gmm150", "gmm300", "iris", "wine", "breast_cancer", "digits"], rows
+            ),
             lambda: bench_linear_time((100_000, 1_000_000), rows),
             lambda: bench_ratio_cut(300, 1797, rows),
-            lambda: bench_datasets(["iris", "wine", "breast_cancer", "digits"], rows),
+            lambda: bench_newton_step_time((2_000, 20_000), rows),
         ]
+    if ns.only and not ns.denoise:
+        keep = ns.only.split(",")
+        names = (
+            ["kmeans", "linear", "ratio_cut", "newton_step"]
+            if not ns.quick
+            else ["kmeans", "ratio_cut", "linear"]
+        )
+        sections = [f for f, nm in zip(sections, names, strict=True) if nm in keep]
+    if ns.out:
+        out = pathlib.Path(ns.out)
     for section in sections:
         lines += section() + [""]
         text = "\n".join(lines) + "\n"

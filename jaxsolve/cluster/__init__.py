@@ -5,13 +5,19 @@ from jaxsolve.cluster.centred_sphere import CentredSphere
 from jaxsolve.cluster.kmeans import kmeans
 from jaxsolve.cluster.kmeans_newton import kmeans_newton
 from jaxsolve.cluster.nlr import nlr, nlr_start
-from jaxsolve.cluster.ratio_cut import laplacian, ratio_cut, ratio_cut_cost
+from jaxsolve.cluster.ratio_cut import (
+    laplacian,
+    ratio_cut,
+    ratio_cut_cost,
+    spectral_start,
+)
 
 __all__ = [
     "CentredSphere",
     "laplacian",
     "ratio_cut",
     "ratio_cut_cost",
+    "spectral_start",
     "feasible_point",
     "kmeans",
     "kmeans_manifold",

@@ -11,15 +11,17 @@ open, the set is an open subset of the affine space ``{X 1 = a}``, hence *flat*:
 
 * ``T_X = {U : U 1_c = 0}``; ``proj_X(U) = U - (U 1_c / c) 1_c^T`` (row centring, ``O(nc)``);
 * ``grad f = proj(nabla f)`` and ``Hess f[U] = proj(nabla^2 f[U])`` (no curvature term);
-* for ``lower = upper`` the true tangent space also has ``U^T 1 = 0``; as in the paper's
-  code the projection keeps only the row condition and the retraction restores the
-  column sums (the retraction's projection then is not the identity for small steps).
+* for ``lower = upper`` the tangent space also has ``U^T 1 = 0`` and ``proj`` is the double
+  centring (rows, then columns). The paper's code keeps only the row condition and
+  lets the retraction restore the column sums; then the Riemannian gradient keeps a
+  component that the retraction undoes and never vanishes at a constrained optimum,
+  which stalls the solvers' stopping tests (measured on Ratio Cut, ``bench/cluster.py``).
 
 Retractions map ``Y = X + U`` back onto the set; all three cost ``O(nc)`` per sweep:
 
 * ``"dykstra"`` (default; the paper's fast one): Dykstra's alternating projections onto
   ``{Y >= 0, Y 1 = a}`` (row-wise simplex projections,
-  :func:`jaxsolve.projections.simplex`) and the column-sum slab ``{lower <= Y^T 1 <= upper}``
+  Michelot's algorithm, all rows at once) and the column-sum slab ``{lower <= Y^T 1 <= upper}``
   (a uniform shift of each violating column). It converges to the Euclidean projection of
   ``Y`` onto the closure of the set, so ``R_X(tU) = X + tU`` while that stays inside:
   straight lines, the geodesics of the flat manifold (the paper's Theorem 1).
@@ -48,7 +50,6 @@ import jax
 import jax.numpy as jnp
 
 from jaxsolve.manifolds.base import Manifold, check_int, default_float
-from jaxsolve.projections import simplex
 
 __all__ = ["RIM", "rim_project"]
 
@@ -70,7 +71,30 @@ def _as_tuple(name, value, c):
 
 
 def _rows_simplex(y, a):
-    return jax.vmap(simplex)(y, a)
+    r"""Row-wise projection onto ``{z >= 0, sum z = a_i}``, all rows at once, ``O(nc)`` per pass.
+
+    Michelot's algorithm (J. Optim. Theory Appl. 1986; Condat, Math. Program. 2016):
+    ``tau <- (sum_{y_j > tau} y_j - a) / |{y_j > tau}|`` from ``tau = (sum y - a)/c``
+    increases monotonically to the exact threshold and stops as soon as no row's support
+    changes (at most ``c`` passes; 3-5 in practice). Elementwise passes over the whole
+    ``n x c`` array replace the per-row sort of :func:`jaxsolve.projections.simplex`
+    (sorting 1e6 rows of 10 was 4-6x slower here), with the same result to rounding.
+    """
+    c = y.shape[1]
+    tau0 = (jnp.sum(y, axis=1) - a) / c
+
+    def cond(st):
+        _, changed, k = st
+        return changed & (k < c + 1)
+
+    def body(st):
+        tau, _, k = st
+        m = y > tau[:, None]
+        new = (jnp.sum(jnp.where(m, y, 0.0), axis=1) - a) / jnp.maximum(jnp.sum(m, axis=1), 1)
+        return new, jnp.any(new != tau), k + 1
+
+    tau, _, _ = jax.lax.while_loop(cond, body, (tau0, jnp.asarray(True), jnp.int32(0)))
+    return jnp.maximum(y - tau[:, None], 0.0)
 
 
 def _col_slab(y, lo, hi):
@@ -287,7 +311,12 @@ class RIM(Manifold):
 
     # -- geometry -------------------------------------------------------------------
     def proj(self, x, u):
-        return u - jnp.mean(u, axis=1, keepdims=True)
+        u = u - jnp.mean(u, axis=1, keepdims=True)
+        if self.equality:
+            # lower = upper: the column sums are fixed too, T_X = {U 1 = 0, U^T 1 = 0};
+            # the orthogonal projection is the double centring (still O(nc)).
+            u = u - jnp.mean(u, axis=0, keepdims=True)
+        return u
 
     def ehess_to_rhess(self, x, g, h, u):
         return self.proj(x, h)

@@ -83,6 +83,34 @@ def test_iris_vs_sklearn():
     assert adjusted_rand_score(y, labels) >= adjusted_rand_score(y, km.labels_) - 0.03
 
 
+def test_iterations_vs_nlr_baselines(gmm_run):
+    """The paper's iteration claim, and the fairness of our NLR baseline (same 150 x 4 shape).
+
+    Against NLR with the reference code's penalty ``beta = 10`` applied to our unit-norm
+    data (the comparison paper 12 reports), Newton takes under 1% of the iterations. The
+    default NLR (``beta = 0.01``, tuned) needs 100x fewer steps than that and reaches a
+    relaxation at least as good as Newton's barrier-biased one: a fair baseline is not
+    handicapped (wall time: bench/results/cluster.md)."""
+    from jaxsolve.cluster import nlr, nlr_start
+    from jaxsolve.core import solve
+
+    x, y, _, _, sol = gmm_run
+    data, _ = prepare_data(jnp.asarray(x))
+    u0 = nlr_start(jax.random.key(0), 150, 3, 6)
+    ref = solve(nlr(alpha=0.5, beta=10.0), u0, data, tol=1e-6, max_steps=200_000)
+    tuned = solve(nlr(), u0, data, tol=1e-6, max_steps=200_000)
+    assert int(ref.status) == Status.SUCCESS and int(tuned.status) == Status.SUCCESS
+    newton_steps = int(sol.num_steps)
+    assert newton_steps <= 0.01 * int(ref.num_steps)
+    assert int(tuned.num_steps) <= 0.02 * int(ref.num_steps)
+    az_newton = float(jnp.sum((data.T @ lift(*sol.x)) ** 2))
+    for u in (ref.x, tuned.x):
+        assert float(jnp.sum((data.T @ u) ** 2)) >= az_newton
+        assert float(jnp.max(jnp.abs(u @ (u.T @ jnp.ones(150)) - 1))) < 1e-4
+    labels, _, _ = kmeans(x, 3, key=jax.random.key(0), method="nlr", polish=0)
+    assert adjusted_rand_score(y, np.asarray(labels)) == 1.0
+
+
 @pytest.mark.slow
 def test_nlr_baseline_agrees():
     """Slow (~50k first-order steps; the contract already checks NLR's convergence to the

@@ -33,9 +33,10 @@ def test_cost_gradient_is_the_papers_formula():
     assert abs(float(ratio_cut_cost(jnp.asarray(ind), jnp.asarray(w))) - want) < 1e-10
 
 
-def test_rim_ratio_cut_recovers_separated_clusters():
+@pytest.mark.parametrize("init", ["spectral", "random"])
+def test_rim_ratio_cut_recovers_separated_clusters(init):
     w, y = _graph()
-    labels, f, sol = ratio_cut(w, 3, max_steps=300)
+    labels, f, sol = ratio_cut(w, 3, max_steps=300, init=init)
     assert int(sol.status) in (Status.SUCCESS, Status.MAX_STEPS)
     assert adjusted_rand_score(y, np.asarray(labels)) == 1.0
     np.testing.assert_allclose(np.asarray(f.sum(1)), 1.0, atol=1e-9)  # on the RIM manifold
@@ -54,6 +55,64 @@ def test_rim_cost_at_most_doubly_stochastic_cost():
     assert float(ratio_cut_cost(f_rim, wn)) <= float(ratio_cut_cost(f_ds, wn)) * (1 + 1e-6)
 
 
+def _digits_graph(n):
+    from sklearn import datasets
+
+    x, y = datasets.load_digits(return_X_y=True)
+    a = kneighbors_graph(x[:n], 10, include_self=False).toarray()
+    return 0.5 * (a + a.T), y[:n]
+
+
+def _acc(y, labels):
+    from scipy.optimize import linear_sum_assignment
+
+    m = np.zeros((10, 10))
+    np.add.at(m, (y, np.asarray(labels)), 1)
+    r, c = linear_sum_assignment(-m)
+    return m[r, c].sum() / len(y)
+
+
+@pytest.mark.slow
+def test_full_digits_spectral_start_vs_spectral_clustering():
+    """Slow (1797-point graph, 100 CG steps): on the full scikit-learn digits 10-NN graph,
+    RIM Ratio Cut from the spectral start beats scikit-learn's spectral clustering in
+    cost, accuracy and NMI (bench: 0.047 vs 0.102, ACC 0.88 vs 0.81, NMI 0.89 vs 0.86)."""
+    from sklearn.cluster import SpectralClustering
+    from sklearn.metrics import normalized_mutual_info_score
+
+    w, y = _digits_graph(1797)
+    labels, f, _ = ratio_cut(w, 10, max_steps=100)
+    wn = jnp.asarray(w / w.sum(1).max())
+    sc = SpectralClustering(10, affinity="precomputed", random_state=0).fit(w)
+    sc_cost = float(ratio_cut_cost(jnp.asarray(np.eye(10)[sc.labels_]), wn))
+    assert float(ratio_cut_cost(f, wn)) <= 0.6 * sc_cost
+    assert _acc(y, labels) >= _acc(y, sc.labels_)
+    nmi = normalized_mutual_info_score
+    assert nmi(y, np.asarray(labels)) >= nmi(y, sc.labels_) - 0.01
+
+
+@pytest.mark.slow
+def test_digits_rim_vs_doubly_stochastic_cost_and_time():
+    """Slow (the doubly stochastic manifold: O(n^3) operations, minutes at n = 300): on the
+    300 first digits, RIM (random start, as the paper) reaches a cost at most the DS
+    solver's in at most a tenth of its time (steady state, compile excluded)."""
+    import time
+
+    w, _ = _digits_graph(300)
+    wn = jnp.asarray(w / w.sum(1).max())
+    out = {}
+    for man in ("rim", "doubly_stochastic"):
+        kw = dict(manifold=man, max_steps=300)
+        if man == "rim":
+            kw["init"] = "random"
+        jax.block_until_ready(ratio_cut(w, 10, **kw))
+        t = time.perf_counter()
+        _, f, _ = jax.block_until_ready(ratio_cut(w, 10, **kw))
+        out[man] = (float(ratio_cut_cost(f, wn)), time.perf_counter() - t)
+    assert out["rim"][0] <= out["doubly_stochastic"][0] * (1 + 1e-3)
+    assert out["rim"][1] <= 0.1 * out["doubly_stochastic"][1]
+
+
 @pytest.mark.parametrize(
     "bad",
     [
@@ -66,6 +125,8 @@ def test_rim_cost_at_most_doubly_stochastic_cost():
         lambda w: ratio_cut(w.astype(np.int32), 3),  # integer
         lambda w: ratio_cut(w, 3, manifold="stiefel"),
         lambda w: ratio_cut(w, 3, solver="newton"),
+        lambda w: ratio_cut(w, 3, init="kmeans"),
+        lambda w: ratio_cut(w, 3, init=np.ones((60, 2)) / 2),
     ],
 )
 def test_bad_input_raises(bad):

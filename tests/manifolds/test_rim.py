@@ -140,19 +140,59 @@ def test_bad_arguments(bad):
         bad()
 
 
+def test_rows_simplex_matches_the_sorting_projection():
+    """The vectorized Michelot projection (all rows at once) = the sort-based one."""
+    from jaxsolve.manifolds.rim import _rows_simplex
+    from jaxsolve.projections import simplex
+
+    y = jax.random.normal(jax.random.key(7), (200, 7)) * 2.0
+    a = jax.random.uniform(jax.random.key(8), (200,), minval=0.1, maxval=3.0)
+    want = jax.vmap(simplex)(y, a)
+    got = _rows_simplex(y, a)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), atol=1e-13)
+    np.testing.assert_allclose(np.asarray(got.sum(1)), np.asarray(a), atol=1e-12)
+
+
+def test_equality_bounds_tangent_projection_double_centres():
+    """lower = upper: T_X = {U 1 = 0, U^T 1 = 0}; proj is the orthogonal projection onto it."""
+    m = RIM(N, C, N / C, N / C)
+    x = m.random_point(jax.random.key(2))
+    g = jax.random.normal(jax.random.key(3), (N, C))
+    p = m.proj(x, g)
+    np.testing.assert_allclose(np.asarray(p.sum(1)), 0, atol=1e-13)
+    np.testing.assert_allclose(np.asarray(p.sum(0)), 0, atol=1e-13)
+    np.testing.assert_allclose(np.asarray(m.proj(x, p)), np.asarray(p), atol=1e-14)
+    assert abs(float(jnp.sum((g - p) * p))) < 1e-12
+    assert (
+        np.linalg.matrix_rank(
+            np.stack(
+                [np.asarray(m.proj(x, jnp.asarray(e.reshape(N, C)))).ravel() for e in np.eye(N * C)]
+            )
+        )
+        == m.dim
+    )
+
+
 @pytest.mark.slow
-def test_retraction_and_projection_linear_time():
-    """Slow (n = 1e6 x 10): time ratio 1e6 vs 1e5 at most 15 (the issue's target)."""
+@pytest.mark.parametrize("retraction", ["dykstra", "dual", "sinkhorn"])
+def test_retraction_and_projection_linear_time(retraction):
+    """Slow (n = 1e6 x 10): time ratio 1e6 vs 1e5 at most 15 (the issue's target), with a
+    fixed number of sweeps (independent of n), compile and warm-up excluded, best of 3
+    interleaved runs (the machine is shared)."""
     import time
 
-    times = {}
+    fns = {}
     for n in (100_000, 1_000_000):
-        m = RIM(n, 10, 0.0, float(n), max_iter=20, tol=0.0)  # fixed sweeps: time per sweep
+        m = RIM(n, 10, 0.5 * n / 10, 1.5 * n / 10, retraction=retraction, max_iter=20, tol=0.0)
         x = m.random_point(jax.random.key(0))
-        u = m.proj(x, 0.1 * jax.random.normal(jax.random.key(1), (n, 10)))
+        u = 0.5 * jax.random.normal(jax.random.key(1), (n, 10))
         f = jax.jit(lambda x, u, m=m: m.retract(x, m.proj(x, u)))
         jax.block_until_ready(f(x, u))
-        t = time.perf_counter()
-        jax.block_until_ready(f(x, u))
-        times[n] = time.perf_counter() - t
+        fns[n] = (f, x, u)
+    times = {}
+    for _ in range(3):
+        for n, (f, x, u) in fns.items():
+            t = time.perf_counter()
+            jax.block_until_ready(f(x, u))
+            times[n] = min(times.get(n, np.inf), time.perf_counter() - t)
     assert times[1_000_000] / times[100_000] <= 15
