@@ -39,6 +39,8 @@ jax.config.update("jax_enable_x64", True)
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from _util import best_of_interleaved, write_results  # noqa: E402
+
 import jaxsolve  # noqa: E402
 from jaxsolve import projections as P  # noqa: E402
 from jaxsolve.first_order import projected_gradient  # noqa: E402
@@ -97,23 +99,6 @@ def certificate(proj, A, b, L, x):
     """Gradient-mapping norm at the global step 1/L: L ||x - P(x - grad f(x)/L)||."""
     g = A.T @ (A @ x - b)
     return float(L * jnp.linalg.norm(x - proj(x - g / L)))
-
-
-def timed(calls, repeat):
-    """Best-of-``repeat`` time of each zero-argument call, the calls interleaved.
-
-    Interleaving puts ours and the peer under the same background load; the minimum is
-    the least noisy statistic on a shared machine.
-    """
-    for call in calls:
-        jax.block_until_ready(call())
-    times = [[] for _ in calls]
-    for _ in range(repeat):
-        for call, ts in zip(calls, times, strict=True):
-            t0 = time.perf_counter()
-            jax.block_until_ready(call())
-            ts.append(time.perf_counter() - t0)
-    return [float(np.min(ts)) for ts in times]
 
 
 def compile_fn(fn, *args):
@@ -176,7 +161,7 @@ def bench_problem(name, n, repeat, max_steps, rows):
     )
     ours_call = lambda: compiled(A, b, tol)
     if jaxopt is None:
-        row["ours_time"] = timed([ours_call], repeat)[0]
+        row["ours_time"] = best_of_interleaved([ours_call], repeat)[0]
         rows.append(row)
         return row
     # jaxopt: tol is static (a recompilation per rung); start two rungs looser than ours
@@ -195,7 +180,9 @@ def bench_problem(name, n, repeat, max_steps, rows):
         jaxopt_gap=float(fun(xj, (A, b))) - f_ref,
         jaxopt_compile=j_compile,
     )
-    row["ours_time"], row["jaxopt_time"] = timed([ours_call, lambda: jcompiled(A, b)], repeat)
+    row["ours_time"], row["jaxopt_time"] = best_of_interleaved(
+        [ours_call, lambda: jcompiled(A, b)], repeat
+    )
     row["ratio"] = row["ours_time"] / row["jaxopt_time"]
     rows.append(row)
     return row
@@ -232,7 +219,7 @@ def bench_batch(single_row, batch, repeat, max_steps):
         ours_compile=t_compile,
     )
     ours_call = lambda: compiled(As, bs, tol)
-    row["ours_time"] = timed([ours_call], repeat)[0]
+    row["ours_time"] = best_of_interleaved([ours_call], repeat)[0]
     if jaxopt is not None:
         for rel in LADDER[LADDER.index(single_row["jaxopt_tol"]) :]:
             jrun = jax.vmap(jaxopt_runner(name, n, rel * c0, max_steps))
@@ -247,7 +234,9 @@ def bench_batch(single_row, batch, repeat, max_steps):
             jaxopt_cert=max(jcerts),
             jaxopt_compile=j_compile,
         )
-        row["ours_time"], row["jaxopt_time"] = timed([ours_call, lambda: jcompiled(As, bs)], repeat)
+        row["ours_time"], row["jaxopt_time"] = best_of_interleaved(
+            [ours_call, lambda: jcompiled(As, bs)], repeat
+        )
         row["ratio"] = row["ours_time"] / row["jaxopt_time"]
     return row
 
@@ -288,7 +277,7 @@ def table(rows):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small size, few repeats (CI)")
-    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "first_order.md"))
+    parser.add_argument("--out", default=None)
     ns = parser.parse_args(argv)
     sizes = (100,) if ns.quick else (100, 500)
     repeat = 10 if ns.quick else 30
@@ -322,10 +311,8 @@ def main(argv=None):
     )
     if JAXOPT_MISSING:
         header += f"Note: {JAXOPT_MISSING}.\n\n"
-    out = pathlib.Path(ns.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(header + text + "\n")
-    print(f"\ngeometric mean ratio ours/jaxopt: {geo:.2f}\nwritten to {out}")
+    write_results("first_order", header + text + "\n", quick=ns.quick, out=ns.out)
+    print(f"\ngeometric mean ratio ours/jaxopt: {geo:.2f}")
     return 0
 
 

@@ -33,6 +33,8 @@ jax.config.update("jax_enable_x64", True)
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from _util import write_results  # noqa: E402
+
 import jaxsolve  # noqa: E402
 from jaxsolve.frank_wolfe import frank_wolfe, optimistic_frank_wolfe  # noqa: E402
 from tests.frank_wolfe import problems as P  # noqa: E402
@@ -152,9 +154,7 @@ def main(argv=None) -> int:
             print(opt_rows[-1], flush=True)
     text = report(rows, opt_rows, ns.quick)
     print(text)
-    out = ROOT / "bench" / "results" / "frank_wolfe.md"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text)
+    write_results("frank_wolfe", text, quick=ns.quick)
     return 0
 
 

@@ -22,6 +22,9 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from _util import compile_and_steady, write_results  # noqa: E402
+
 TOL = 1e-4
 
 
@@ -62,21 +65,6 @@ def reference(qp_np):
     return np.stack(xs)
 
 
-def _timeit(fn, repeat):
-    import jax
-
-    t0 = time.perf_counter()
-    out = jax.block_until_ready(fn())
-    first = time.perf_counter() - t0
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = jax.block_until_ready(fn())
-        times.append(time.perf_counter() - t0)
-    steady = float(np.median(times))
-    return out, steady, max(first - steady, 0.0)
-
-
 def _accuracy(x, xref, qp_np):
     x = np.asarray(x, np.float64)
     keep = ~np.all(np.isnan(x), axis=1)  # lanes a peer did not run
@@ -103,7 +91,7 @@ def run_flexqp(qp, repeat):
     # rounds of 20 steps that drop finished lanes, so a few slow QPs do not hold the
     # whole vmapped batch (compile time covers the few narrower widths too).
     fn = lambda qp: solve_qp(qp, tol=TOL, max_steps=4000)  # noqa: E731
-    sol, steady, compile_s = _timeit(lambda: fn(qp), repeat)
+    sol, steady, compile_s = compile_and_steady(lambda: fn(qp), repeat)
     its = np.asarray(sol.state.admm_iters)
     return (
         np.asarray(sol.x),
@@ -176,7 +164,7 @@ def run_qpax(qp, repeat):
     Aeq = jnp.zeros((q.shape[0], 0, n), q.dtype)
     beq = jnp.zeros((q.shape[0], 0), q.dtype)
     fn = jax.jit(jax.vmap(lambda *a: qpax.solve_qp(*a, solver_tol=TOL)))
-    out, steady, compile_s = _timeit(lambda: fn(P, q, Aeq, beq, G, h), repeat)
+    out, steady, compile_s = compile_and_steady(lambda: fn(P, q, Aeq, beq, G, h), repeat)
     x, conv = np.asarray(out[0]), np.asarray(out[4])
     return (
         x,
@@ -197,7 +185,7 @@ def run_boxosqp(qp, repeat):
             lambda P, q, A, l, u: solver.run(params_obj=(P, q), params_eq=A, params_ineq=(l, u))
         )
     )
-    out, steady, compile_s = _timeit(lambda: fn(P, q, A, l, u), repeat)
+    out, steady, compile_s = compile_and_steady(lambda: fn(P, q, A, l, u), repeat)
     x = np.asarray(out.params.primal[0])
     st = np.asarray(out.state.status)
     names = {0: "unsolved", 1: "solved", 2: "dual infeasible", 3: "primal infeasible"}
@@ -284,9 +272,7 @@ def main(argv=None):
                 print(line, flush=True)
                 lines.append(line)
     text = "\n".join(lines) + "\n"
-    out = ns.out or ("bench/results/qp_quick.md" if ns.quick else "bench/results/qp.md")
-    pathlib.Path(out).parent.mkdir(parents=True, exist_ok=True)
-    pathlib.Path(out).write_text(text)
+    write_results("qp", text, quick=ns.quick, out=ns.out)
     print(text)
     return 0
 

@@ -36,6 +36,8 @@ jax.config.update("jax_enable_x64", True)
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from _util import write_results  # noqa: E402
+
 import jaxsolve  # noqa: E402
 from jaxsolve.core import make_solver  # noqa: E402
 from jaxsolve.projections import simplex as project_simplex  # noqa: E402
@@ -173,9 +175,7 @@ def main(argv=None) -> int:
         results[family] = res
     text = report(results, count, budget, ns.quick)
     print(text)
-    out = ROOT / "bench" / "results" / "regret.md"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text)
+    write_results("regret", text, quick=ns.quick)
     return 0
 
 

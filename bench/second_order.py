@@ -43,6 +43,8 @@ jax.config.update("jax_enable_x64", True)
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from _util import write_results  # noqa: E402
+
 import jaxsolve  # noqa: E402
 from jaxsolve.second_order import (  # noqa: E402
     gauss_newton,
@@ -376,7 +378,7 @@ def main(argv=None):
         "--quick", action="store_true", help="fewer repeats, smaller Adam budget (CI)"
     )
     parser.add_argument("--full", action="store_true", help="also the grokking run (slow)")
-    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "second_order.md"))
+    parser.add_argument("--out", default=None)
     ns = parser.parse_args(argv)
     repeat = 1 if ns.quick else 3
     budget = 3000 if ns.quick else 10000
@@ -407,7 +409,7 @@ def main(argv=None):
             )
     text = "\n".join(lines) + "\n"
     print(text)
-    pathlib.Path(ns.out).write_text(text)
+    write_results("second_order", text, quick=ns.quick, out=ns.out)
     return 0
 
 

@@ -30,6 +30,8 @@ import optax
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from _util import write_results  # noqa: E402
+
 from jaxsolve.transforms import cautious_adamw, cautious_lion  # noqa: E402
 
 SEEDS = (0, 1, 2)
@@ -100,7 +102,7 @@ def train(opt, params, X, y, steps):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="400 steps (CI)")
-    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "transforms.md"))
+    parser.add_argument("--out", default=None)
     ns = parser.parse_args(argv)
     steps = 400 if ns.quick else 3000
     X, y = data()
@@ -159,7 +161,7 @@ def main(argv=None):
         )
     text = "\n".join(lines) + "\n"
     print(text)
-    pathlib.Path(ns.out).write_text(text)
+    write_results("transforms", text, quick=ns.quick, out=ns.out)
     return 0
 
 
