@@ -88,6 +88,12 @@ def weight_normalized(*, direction_step=0.5, magnitude_step=2.0):
     ``St(m, r) x S^r``. The paper proves a saddle-to-saddle phase followed by a linear
     rate that improves with the overparameterization ``r > r_A``; plain Burer-Monteiro GD
     (:func:`~jaxsolve.sensing.burer_monteiro`) is sublinear there.
+
+    Measured (``bench/sensing.py``, m = 10, r_A = 3): ``direction_step`` is stable up to
+    about 2 for every ``r`` (best 1.9); the linear tail's rate is about
+    ``direction_step * sigma_min(A)^2`` for every ``r < m``, so larger ``r`` shortens the
+    saddle phase, not the tail; full rank ``r = m`` converges in a few steps. Plain GD from
+    a tiny initialization (1e-6) has a rate ~ ``sigma_min(A)`` and can be faster.
     """
     check_positive("direction_step", direction_step)
     check_positive("magnitude_step", magnitude_step)

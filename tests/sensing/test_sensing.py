@@ -70,7 +70,11 @@ def test_dense_and_gram_forms_agree():
 
 
 def test_weight_normalization_linear_vs_plain_gd_kappa50():
-    """m=10, r_A=3, r=5, kappa=50 (paper 1, Fig. 2a at reduced size)."""
+    """m=10, r_A=3, r=5, kappa=50 (paper 1, Fig. 2a at reduced size), plain GD from a 1e-3
+    initialization. The gap depends on that scale: from 1e-6, plain GD's error floor
+    (~scale^2) is below 1e-8 and its linear rate (~ eta sigma_min(A), against weight
+    normalization's ~ eta sigma_min(A)^2) reaches 1e-8 an order of magnitude sooner
+    (bench/sensing.py tabulates both)."""
     e_wn, e_bm = _curves(50.0, 5, 30000)
     assert e_wn[-1] <= 1e-8, e_wn[-1]
     r2, slope = _linear_tail(e_wn)
@@ -78,32 +82,49 @@ def test_weight_normalization_linear_vs_plain_gd_kappa50():
     assert e_bm[-1] >= 100 * e_wn[-1], (e_bm[-1], e_wn[-1])
     # plain GD is sublinear: its last 30% gains less than a factor 2
     assert e_bm[int(0.7 * len(e_bm))] / e_bm[-1] < 2.0
+    # ...but not from a tiny initialization (same problem, same start direction)
+    meas, a = S.make_problem(jax.random.key(0), 10, 3, 6000, 50.0, form="gram")
+    bm = S.burer_monteiro(stepsize=0.75)
+    y0 = S.small_initial_point(jax.random.key(1), 10, 5, 1e-6)
+    state = jax.lax.scan(lambda s, _: (bm.step(s, meas)[0], None), bm.init(y0, meas), None, 3000)[0]
+    e_tiny = float(S.relative_error(state.x @ state.x.T, a))
+    first_wn = int(np.argmax(e_wn <= 1e-8))
+    assert e_tiny <= 1e-8 and first_wn > 3000, (e_tiny, first_wn)
 
 
-def test_more_overparameterization_converges_faster():
-    """Iterations to relative error 1e-8 (median over 3 seeds) drop as r grows (kappa=10);
-    full rank r=m converges in a handful of steps (paper 1, Fig. 2b/2c)."""
+def test_overparameterization_shortens_burn_in_not_tail():
+    """kappa=10, 5 starts per rank, medians, eta=1.75 for every r (the best of a grid for each
+    rank: near the stability limit ~2, see bench/sensing.py). More overparameterization
+    shortens the saddle-to-saddle phase (iterations to relative error 1e-2) and so the total
+    to 1e-8, but the linear tail (1e-4 -> 1e-8) takes the same number of iterations for all
+    r < m (its rate is ~ eta sigma_min(A)^2 whatever r); full rank r = m converges in a few
+    steps (paper 1, Figs. 2b/2c). Measured here: burn-in ~490 vs 150, tail ~530 for r = 3 and 8."""
     meas, a = S.make_problem(jax.random.key(0), 10, 3, 6000, 10.0, form="gram")
-    wn = S.weight_normalized(direction_step=1.5)
+    wn = S.weight_normalized(direction_step=1.75)
+    levels = jnp.asarray([1e-2, 1e-4, 1e-8])
+    keys = jax.random.split(jax.random.key(1000), 5)
 
     def hits(r):
-        @jax.jit
-        def curve(x0):
-            def body(s, _):
+        def run(x0):
+            def body(carry, k):
+                s, hit = carry
                 s, _ = wn.step(s, meas)
-                return s, S.relative_error(s.x[0] @ s.x[1] @ s.x[0].T, a)
+                e = S.relative_error(s.x[0] @ s.x[1] @ s.x[0].T, a)
+                return (s, jnp.where((hit < 0) & (e <= levels), k + 1, hit)), None
 
-            return jax.lax.scan(body, wn.init(x0, meas), None, length=2500)[1]
+            init = (wn.init(x0, meas), -jnp.ones(3, jnp.int32))
+            return jax.lax.scan(body, init, jnp.arange(4000, dtype=jnp.int32))[0][1]
 
-        out = []
-        for seed in range(3):
-            e = np.asarray(curve(S.initial_point(jax.random.key(seed + 1), 10, r)))
-            out.append(int(np.argmax(e <= 1e-8)) if (e <= 1e-8).any() else 10**9)
-        return float(np.median(out))
+        x0s = jax.vmap(lambda k: S.initial_point(k, 10, r))(keys)
+        h = np.asarray(jax.jit(jax.vmap(run))(x0s)).astype(float)
+        h[h < 0] = np.inf
+        return np.median(h[:, 0]), np.median(h[:, 2] - h[:, 1]), np.median(h[:, 2])
 
-    med = [hits(r) for r in (4, 6, 10)]
-    assert med[0] > med[1] > med[2], med
-    assert med[1] <= 2500 and med[2] <= 50, med
+    (b3, t3, n3), (b8, t8, n8), (_, _, n10) = (hits(r) for r in (3, 8, 10))
+    assert b3 >= 2 * b8, (b3, b8)
+    assert n3 > n8 and n8 <= 1200, (n3, n8)
+    assert abs(t3 - t8) <= 0.1 * min(t3, t8), (t3, t8)
+    assert n10 <= 20, n10
 
 
 def test_solve_driver_and_vmap():

@@ -1,0 +1,200 @@
+"""Weight-normalized matrix sensing (paper 1): overparameterization table and plain-GD baseline.
+
+Setting (paper 1, Fig. 2a at reduced size): m = 10, true rank r_A = 3, n = 6000 Gaussian
+measurements (memory-light Gram form), condition numbers kappa = 10 and 50, float64.
+
+Table 1, weight normalization (``jaxsolve.sensing.weight_normalized``, mu = 2 as in the
+paper's theorem) for fitted rank r in {3, 4, 5, 6, 8, 10}: the direction step eta is tuned
+per rank (the grid below; the step that converges from the most starts, then the best
+median, wins, so no rank is handicapped by a step tuned for another), over ``--starts`` random starts X0 on St(m, r), Theta0 = 0. Reported:
+median iterations to relative error 1e-2 (the end of the saddle-to-saddle phase), from
+1e-4 to 1e-8 (the linear tail) and to 1e-8, and how many starts reached 1e-8.
+
+Table 2, plain Burer-Monteiro gradient descent on the factor Y (r = 5) from
+``Y0 = scale * N(0, 1/m)``, step tuned on a grid per scale: the relative error after the
+same number of iterations as the weight-normalized run (its median to 1e-8) and the
+iterations to 1e-8. The result depends on the initialization scale: from scale >= 1e-3 GD
+stalls orders of magnitude above 1e-8 (the sublinear regime of Xiong, Ding and Du 2024),
+but from a tiny initialization its error floor (about scale^2) is below 1e-8 and its
+linear rate ~ eta sigma_min(A) beats weight normalization's ~ eta sigma_min(A)^2.
+
+``--quick``: kappa = 10 only, 3 starts, ranks 3, 5, 8, 10, one step size (what CI runs).
+Writes bench/results/sensing.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+jax.config.update("jax_enable_x64", True)
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from jaxsolve import sensing as S  # noqa: E402
+
+LEVELS = (1e-2, 1e-4, 1e-8)
+
+
+def first_hits(errors_fn, steps):
+    """Scan ``steps`` iterations; first iteration at which the error is <= each level."""
+    levels = jnp.asarray(LEVELS)
+
+    def body(carry, k):
+        state, hit = carry
+        state, err = errors_fn(state)
+        hit = jnp.where((hit < 0) & (err <= levels), k + 1, hit)
+        return (state, hit), None
+
+    return body, -jnp.ones(len(LEVELS), jnp.int32)
+
+
+def wn_hits(meas, a, r, etas, keys, steps):
+    """Iterations to each level for every (start, eta): array (starts, etas, levels)."""
+
+    def run(x0, eta):
+        wn = S.weight_normalized(direction_step=eta)
+
+        def err(s):
+            s, _ = wn.step(s, meas)
+            x, th = s.x
+            return s, S.relative_error(x @ th @ x.T, a)
+
+        body, hit0 = first_hits(err, steps)
+        (_, hit), _ = jax.lax.scan(
+            body, (wn.init(x0, meas), hit0), jnp.arange(steps, dtype=jnp.int32)
+        )
+        return hit
+
+    x0s = jax.vmap(lambda k: S.initial_point(k, a.shape[0], r))(keys)
+    f = jax.jit(jax.vmap(jax.vmap(run, (None, 0)), (0, None)))
+    hits = np.asarray(f(x0s, jnp.asarray(etas))).astype(float)
+    hits[hits < 0] = np.inf
+    return hits
+
+
+def bm_runs(meas, a, r, stepsizes, scale, keys, steps, horizon):
+    """Plain GD: iterations to each level and the error after ``horizon`` iterations."""
+
+    def run(key, eta):
+        bm = S.burer_monteiro(stepsize=eta)
+
+        def err(s):
+            s, _ = bm.step(s, meas)
+            return s, S.relative_error(s.x @ s.x.T, a)
+
+        body, hit0 = first_hits(err, steps)
+        y0 = S.small_initial_point(key, a.shape[0], r, scale)
+
+        def body2(carry, k):
+            carry, _ = body(carry, k)
+            e = S.relative_error(carry[0].x @ carry[0].x.T, a)
+            return carry, jnp.where(k + 1 == horizon, e, jnp.nan)
+
+        (_, hit), es = jax.lax.scan(
+            body2, (bm.init(y0, meas), hit0), jnp.arange(steps, dtype=jnp.int32)
+        )
+        return hit, jnp.nanmax(es)
+
+    f = jax.jit(jax.vmap(jax.vmap(run, (None, 0)), (0, None)), static_argnums=())
+    hits, errs = f(keys, jnp.asarray(stepsizes))
+    hits = np.asarray(hits).astype(float)
+    hits[hits < 0] = np.inf
+    return hits, np.asarray(errs)
+
+
+def fmt(v):
+    return "-" if not np.isfinite(v) else f"{v:.0f}"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--starts", type=int, default=None)
+    ns = ap.parse_args(argv)
+    quick = ns.quick
+    starts = ns.starts or (3 if quick else 5)
+    conds = (10.0,) if quick else (10.0, 50.0)
+    ranks = (3, 5, 8, 10) if quick else (3, 4, 5, 6, 8, 10)
+    etas = (1.75,) if quick else (1.0, 1.5, 1.75, 1.9, 2.0)
+    steps_for = {10.0: 5000, 50.0: 40000}
+    keys = jax.random.split(jax.random.key(1000), starts)
+    lines = [
+        "# Weight-normalized matrix sensing (paper 1): overparameterization and plain GD\n",
+        f"Generated by `python bench/sensing.py{' --quick' if quick else ''}` (float64, CPU). "
+        f"m = 10, r_A = 3, n = 6000 (Gram form), {starts} random starts per row, medians "
+        "(a start that never reaches a level counts as infinite); "
+        f"eta tuned per row over {list(etas)}, mu = 2.\n",
+        "## Weight normalization: iterations vs fitted rank r\n",
+        "| kappa | r | best eta | to 1e-2 (burn-in) | 1e-4 -> 1e-8 (tail) | to 1e-8 | "
+        "reached 1e-8 | s |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    wn_med = {}
+    for cond in conds:
+        meas, a = S.make_problem(jax.random.key(0), 10, 3, 6000, cond, form="gram")
+        for r in ranks:
+            t0 = time.perf_counter()
+            hits = wn_hits(meas, a, r, etas, keys, steps_for[cond])
+            med = np.median(hits, axis=0)  # (etas, levels)
+            # the step that converges from the most starts, then the smallest median
+            ok = np.isfinite(hits[:, :, -1]).sum(axis=0)
+            j = int(np.lexsort((med[:, -1], -ok))[0])
+            h = hits[:, j, :]
+            m2, m8 = np.median(h[:, 0]), np.median(h[:, 2])
+            done = np.isfinite(h[:, 2])
+            tail = np.median(h[done, 2] - h[done, 1]) if done.any() else np.inf
+            reached = int(np.isfinite(h[:, 2]).sum())
+            wn_med[(cond, r)] = m8
+            line = (
+                f"| {cond:.0f} | {r} | {etas[j]} | {fmt(m2)} | {fmt(tail)} | {fmt(m8)} | "
+                f"{reached}/{starts} | {time.perf_counter() - t0:.1f} |"
+            )
+            lines.append(line)
+            print(line, flush=True)
+    lines += [
+        "\n## Plain Burer-Monteiro GD (r = 5) against weight normalization (r = 5)\n",
+        "| kappa | init scale | best step | error after WN's iterations to 1e-8 | "
+        "GD iterations to 1e-8 | WN iterations to 1e-8 |",
+        "|---|---|---|---|---|---|",
+    ]
+    scales = (1e-3, 1e-6) if quick else (1e-1, 1e-3, 1e-6)
+    stepsizes = (0.75,) if quick else (0.25, 0.5, 0.75)
+    for cond in conds:
+        meas, a = S.make_problem(jax.random.key(0), 10, 3, 6000, cond, form="gram")
+        horizon = int(wn_med[(cond, 5)]) if np.isfinite(wn_med[(cond, 5)]) else steps_for[cond]
+        for scale in scales:
+            hits, errs = bm_runs(meas, a, 5, stepsizes, scale, keys, steps_for[cond], horizon)
+            med_err = np.median(errs, axis=0)
+            med8 = np.median(hits[:, :, 2], axis=0)
+            j = int(np.argmin(med8)) if np.isfinite(med8).any() else int(np.argmin(med_err))
+            line = (
+                f"| {cond:.0f} | {scale:.0e} | {stepsizes[j]} | {med_err[j]:.1e} | "
+                f"{fmt(med8[j])} | {fmt(wn_med[(cond, 5)])} |"
+            )
+            lines.append(line)
+            print(line, flush=True)
+    lines.append(
+        "\nReading: more overparameterization shortens the saddle-to-saddle phase (iterations "
+        "to 1e-2) and makes more starts converge within the budget, but the linear tail "
+        "(1e-4 -> 1e-8) takes the same number of iterations for every r < m: its rate is "
+        "about eta sigma_min(A)^2 with eta capped near 2 by stability for every r. Full rank "
+        "r = m is the exception (the magnitude step alone fits A). So iterations to 1e-8 "
+        "fall with r only modestly, most visibly at small kappa, where the burn-in is a large "
+        "share of the total. Plain GD stalls orders of magnitude above weight normalization "
+        "from initialization scales >= 1e-3, but from a tiny initialization (1e-6) it reaches "
+        "1e-8 first: its rate ~ eta sigma_min(A) is one power of kappa better.\n"
+    )
+    out = ROOT / "bench" / "results" / "sensing.md"
+    out.write_text("\n".join(lines) + "\n")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
