@@ -10,7 +10,9 @@ the row-sum constraint ``U U^T 1 = 1`` in an augmented Lagrangian::
 One step (projected gradient on ``L``, then a dual step once the primal settles):
 
 * ``grad_U L = 2 C U + y~ (1^T U) + 1 (y~^T U)``, ``y~ = y + beta (U U^T 1 - 1)``;
-* ``U <- Pi(U - alpha/(beta n) grad_U L)`` (the penalty's curvature grows like ``beta n``): the positive part, rescaled to ``||U||_F = sqrt(K)``;
+* ``U <- Pi(U - alpha/max(beta n, 1) grad_U L)`` (the penalty's curvature grows like
+  ``beta n``, the data term's is at most 2 for unit-norm data): the positive part,
+  rescaled to ``||U||_F = sqrt(K)``;
 * if ``||U_new - U||_F / sqrt(K) < dual_gate``: ``y <- y + beta (U U^T 1 - 1)``.
 
 ``error = max(||U_new - U||_F / sqrt(K), ||U U^T 1 - 1|| / sqrt(n))`` (the reference code's
@@ -64,7 +66,8 @@ def _step(state, args, *, hp):
     dt = u.dtype
     n = u.shape[0]
     k = jnp.sum(u * u)
-    alpha = hp["alpha"].astype(dt) / (hp["beta"].astype(dt) * n)
+    # Curvatures: the penalty's grows like beta n, the data term's is at most 2 (unit norm).
+    alpha = hp["alpha"].astype(dt) / jnp.maximum(hp["beta"].astype(dt) * n, 1.0)
     beta = hp["beta"].astype(dt)
     x = args
     ones = jnp.ones((n,), dt)
@@ -88,7 +91,7 @@ def nlr(*, alpha: float = 0.7, beta: float = 0.01, dual_gate: float = 1e-3):
     from :func:`jaxsolve.cluster.nlr_start`), ``args`` the centred unit-norm data.
 
     Args:
-        alpha: primal step size, in units of ``1/(beta n)`` (the data has unit Frobenius
+        alpha: primal step size, in units of ``1/max(beta n, 1)`` (the data has unit Frobenius
             norm); 0.7 is close to the largest stable value (0.8 diverges on our mixtures).
         beta: augmented-Lagrangian penalty, relative to the unit-norm data term. The
             reference code's ``beta = 10`` acts on *raw* data, whose data term is
