@@ -12,12 +12,19 @@ solver reports success, the objective is within 1e-6 relative
 
 from __future__ import annotations
 
-import argparse
-import pathlib
-import sys
-import time
+import os
 
-import numpy as np
+# One BLAS thread: on a small shared machine the multithreaded OpenBLAS behind JAX's
+# CPU LAPACK calls (Cholesky) spin-waits and turned a 1 ms factorization into 20-300 ms
+# of CPU under load. Must be set before numpy/scipy/jax load OpenBLAS.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import pathlib  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
 
 TOL = 1e-6
 
@@ -144,6 +151,35 @@ def run_ours(qp, tol, max_steps, once=False):
     )
 
 
+def reference(qp):
+    """High-accuracy reference: proxsuite and OSQP (polished) at 1e-10 (else 1e-9, 1e-8).
+
+    Both run; among the answers that report success and are feasible to 1e-9 the one with
+    the lower objective is kept (for feasible points a lower objective is closer to the
+    optimum). proxsuite alone is not enough: on QPTEST it reports success at 1e-10 with
+    f = 4.3718812, 1.4e-6 above the published optimum 4.371875 that OSQP returns.
+    """
+    for eps in (1e-10, 1e-9, 1e-8):
+        cands = []
+        try:
+            x, ok, _, _ = run_proxsuite(qp, eps)
+            if ok:
+                cands.append((x, f"proxsuite {eps:g}"))
+        except Exception:  # pragma: no cover
+            pass
+        x, ok, _, _ = run_osqp(qp, eps, max_iter=400000, time_limit=30.0)
+        if ok:
+            cands.append((x, f"OSQP {eps:g}"))
+        feas = [c for c in cands if _viol(qp, c[0]) <= 1e-9]
+        if feas:
+            x, name = min(feas, key=lambda c: _objective(qp, c[0]))
+            return x, True, name
+        if cands:
+            x, name = min(cands, key=lambda c: _viol(qp, c[0]))
+            return x, True, name
+    return None, False, ""
+
+
 def judge(qp, x, ok, fref):
     if x is None or not np.all(np.isfinite(x)):
         return False, "no finite solution"
@@ -182,19 +218,11 @@ def main(argv=None):
     else:
         names = maros_meszaros_names(300, 600)
     rows = []
+    refs = {}
     counts = {"FlexQP": 0, "OSQP": 0, "proxsuite": 0}
     for name in names:
         qp = load_maros_meszaros(name)
-        okr = False
-        for eps in (1e-10, 1e-9, 1e-8):
-            try:
-                xr, okr, _, _ = run_proxsuite(qp, eps)
-            except Exception:  # pragma: no cover
-                okr = False
-            if not okr:
-                xr, okr, _, _ = run_osqp(qp, eps, max_iter=400000)
-            if okr:
-                break
+        xr, okr, refname = reference(qp)
         if not okr:
             rows.append((name, qp.n, qp.m, "no reference", "", "", "", "", "", ""))
             print(f"{name}: no reference solution", flush=True)
@@ -216,6 +244,7 @@ def main(argv=None):
         for k, v in res.items():
             counts[k] += bool(v[0])
         rows.append((name, qp.n, qp.m, fref, res, tc))
+        refs[name] = refname
         print(
             f"{name:10s} n={qp.n:3d} m={qp.m:3d} "
             + " | ".join(
@@ -230,7 +259,9 @@ def main(argv=None):
         "# Maros-Meszaros (n <= 300, m <= 600): FlexQP vs OSQP vs proxsuite",
         "",
         f"Tolerance {TOL:g} for every solver; solved = success status, objective within {TOL:g} "
-        "relative and violation within 1e-6 relative of a proxsuite/OSQP 1e-10 reference. "
+        "relative and violation within 1e-6 relative of a 1e-10 reference (proxsuite and OSQP "
+        "with polishing both run; the feasible one with the lower objective is kept: proxsuite "
+        "alone is 1.4e-6 off the published optimum on QPTEST). "
         "Times are steady-state (FlexQP: second call, after compilation; compile time apart). "
         "FlexQP runs each problem padded to bucketed sizes (extra variables with P = I, extra "
         "free rows) so problems share compilations; the first call of a new bucket pays it.",
@@ -241,7 +272,7 @@ def main(argv=None):
     lines += [f"| {k} | {v}/{total} |" for k, v in counts.items()]
     lines += [
         "",
-        "| problem | n | m | f* | FlexQP | OSQP | proxsuite | FlexQP compile (s) |",
+        "| problem | n | m | f* (reference) | FlexQP | OSQP | proxsuite | FlexQP compile (s) |",
         "|---|---|---|---|---|---|---|---|",
     ]
     failures = []
@@ -252,10 +283,15 @@ def main(argv=None):
         name, n, m, fref, res, tc = r
         cells = []
         for k, v in res.items():
-            cells.append(f"{'ok' if v[0] else '**fail**'} {v[3] * 1e3:.1f} ms")
+            it = f" ({v[2].split('(')[-1].rstrip(')')})" if k == "FlexQP" else ""
+            cells.append(f"{'ok' if v[0] else '**fail**'} {v[3] * 1e3:.1f} ms{it}")
             if not v[0]:
                 failures.append(f"- {k} on {name}: {v[1]} (status {v[2]})")
-        lines.append(f"| {name} | {n} | {m} | {fref:.6e} | " + " | ".join(cells) + f" | {tc:.1f} |")
+        lines.append(
+            f"| {name} | {n} | {m} | {fref:.7e} ({refs[name]}) | "
+            + " | ".join(cells)
+            + f" | {tc:.1f} |"
+        )
     lines += ["", "## Failures and reasons", ""] + (failures or ["none"])
     text = "\n".join(lines) + "\n"
     print(text)

@@ -234,7 +234,10 @@ def _residuals(d: Scaled, x, z, y, pending_on):
     # against ||A'y|| alone would ask for more digits than floating point holds.
     Aty_abs = jnp.abs(d.A).T @ jnp.abs(y)
     Dinv, Einv = 1.0 / d.D, 1.0 / d.E
-    Px_u, Aty_u, q_u = Dinv * Px / d.c, Dinv * Aty_abs / d.c, Dinv * d.q / d.c
+    # While the elastic weight can still grow (a feasible QP), the usual OSQP scale
+    # ||A'y|| applies; the generous |A|'|y| only at the weight cap (infeasible QPs).
+    Aty_n = jnp.where(pending_on, jnp.abs(Aty), Aty_abs)
+    Px_u, Aty_u, q_u = Dinv * Px / d.c, Dinv * Aty_n / d.c, Dinv * d.q / d.c
     Ax_u, z_u = Einv * Ax, Einv * z
     rp_u = _amax(Ax_u - z_u)
     rd_u = _amax(Px_u + q_u + Dinv * Aty / d.c)
@@ -281,11 +284,13 @@ def _init(
     scaling_iters,
     polish,
     polish_refine,
+    polish_passes,
     adaptive_rho,
+    rho_every,
     polish_every,
     kkt_inverse,
 ):
-    del check_every, polish, polish_refine, adaptive_rho, polish_every
+    del check_every, polish, polish_refine, polish_passes, adaptive_rho, rho_every, polish_every
     dtype = qp.q.dtype
     hp = _hp(hp, dtype)
     d = _prepare(qp, hp, scaling_iters)
@@ -355,7 +360,9 @@ def _step(
     scaling_iters,
     polish,
     polish_refine,
+    polish_passes,
     adaptive_rho,
+    rho_every,
     polish_every,
     kkt_inverse,
 ):
@@ -393,6 +400,9 @@ def _step(
     rho_new = jnp.clip(state.rho * jnp.sqrt(ratio), _RHO_MIN, _RHO_MAX)
     change = (rho_new > 5.0 * state.rho) | (rho_new < state.rho / 5.0)
     change = change & jnp.isfinite(rho_new) & adaptive_rho
+    # ... and at most every rho_every steps: reacting to every check let rho ping-pong
+    # between two values 8x apart (a lane of a random batch never converged).
+    change = change & ((state.iter_num + 1) % rho_every == 0)
 
     def refactor(_):
         Lnew = _factor(d, rho_new, kkt_inverse)
@@ -433,11 +443,16 @@ def _step(
         attempt = (k % polish_every == 0) | ((k & (k - 1)) == 0)
 
         def try_polish(_):
-            xp, zp, yp = _polish(d, xs, zs, ys, new_level, delta, polish_refine)
-            rp = _residuals(d, xp, zp, yp, pending)
-            ok = jnp.isfinite(rp.error) & (rp.error < err_now)
+            res_now = res._replace(error=err_now)
+            xp, zp, yp, rp = _polish(
+                d, xs, zs, ys, new_level, delta, polish_refine, polish_passes, pending, res_now
+            )
+            # Relative errors saturate near 1 on poor points, so "lower" alone could swap
+            # a far-off ADMM iterate for a garbage one and derail the iteration: keep the
+            # polished point only when it is an order of magnitude better and small.
+            ok = (rp.error <= 0.1 * err_now) & (rp.error <= 1e-3)
             pick = lambda a, b: jnp.where(ok, a, b)
-            return pick(xp, xs), pick(zp, zs), pick(yp, ys), jax.tree.map(pick, rp, res)
+            return pick(xp, xs), pick(zp, zs), pick(yp, ys), jax.tree.map(pick, rp, res_now)
 
         xs, zs, ys, res = jax.lax.cond(attempt, try_polish, lambda _: (xs, zs, ys, res), None)
 
@@ -466,21 +481,18 @@ def _step(
     return new, FlexQPInfo(res.kkt, rho, new_level / d.c, change)
 
 
-def _polish(d: Scaled, xs, zs, ys, level, delta, refine):
-    """Active-set solve of the (relaxed) KKT system, OSQP-style, with refinement.
-
-    Rows are classified from the ADMM iterate: violated rows (``z`` outside the
-    bounds) keep their saturated multiplier ``+-mu``; rows with ``u - z < y`` (or
-    ``z - l < -y``) and equality rows are active; the rest are inactive (``y = 0``).
-    The regularized KKT system is reduced to ``(P + dI + A_a'A_a/d) x = ...`` and
-    used for iterative refinement of the exact KKT system, started at the ADMM point.
-    """
-    dtype = xs.dtype
-    mv = _mu_vec(d, level)
-    sat_up, sat_lo = zs > d.u, zs < d.l
+def _classify(d: Scaled, zs, ys, sat_up, sat_lo):
+    """Active set from a point: OSQP's rule ``u - z < y`` (upper) / ``z - l < -y`` (lower)."""
     sat = sat_up | sat_lo
     act_up = ~sat & (d.u - zs < ys)
     act_lo = ~sat & (zs - d.l < -ys)
+    return act_up, act_lo
+
+
+def _polish_once(d: Scaled, xs, ys, sat_up, sat_lo, act_up, act_lo, mv, delta, refine):
+    """One active-set solve of the (relaxed) KKT system with iterative refinement."""
+    dtype = xs.dtype
+    sat = sat_up | sat_lo
     act = (act_up | act_lo | d.eq) & ~sat
     lower = act_lo & ~d.eq
     bnd = jnp.where(lower, d.l, d.u)
@@ -505,8 +517,8 @@ def _polish(d: Scaled, xs, zs, ys, level, delta, refine):
         return x + dx, ya + dy
 
     # Start the refinement (a proximal-point iteration on the exact KKT system) at the
-    # ADMM iterate: when the active set leaves x undetermined (LPs, degenerate rows)
-    # this lands on the solution next to the ADMM point, not on an arbitrary one.
+    # given point: when the active set leaves x undetermined (LPs, degenerate rows)
+    # this lands on the solution next to it, not on an arbitrary one.
     x, ya = jax.lax.fori_loop(0, refine + 1, refine_body, (xs, jnp.where(act, ys, 0.0)))
     y = jnp.where(act, ya, ysat)
     y = jnp.where(act_up & ~d.eq, jnp.maximum(y, 0.0), y)
@@ -522,7 +534,37 @@ def _polish(d: Scaled, xs, zs, ys, level, delta, refine):
             jnp.where(sat_lo, jnp.minimum(Ax, d.l), jnp.clip(Ax, d.l, d.u)),
         ),
     )
-    return x, z, y
+    return x, z, y, ya, Ax, act
+
+
+def _polish(d: Scaled, xs, zs, ys, level, delta, refine, passes, pending, res0):
+    """Active-set polishing, OSQP-style, repeated as a primal-dual active-set method.
+
+    Rows are classified from the ADMM iterate: violated rows (``z`` outside the
+    bounds) keep their saturated multiplier ``+-mu``; rows with ``u - z < y`` (or
+    ``z - l < -y``) and equality rows are active; the rest are inactive (``y = 0``).
+    The regularized KKT system is reduced to ``(P + dI + A_a'A_a/d) x = ...`` and
+    used for iterative refinement of the exact KKT system, started at the ADMM point.
+    Each further pass (``passes > 1``) re-classifies the rows from the polished point
+    by the same rule with ``z = A x`` and the unclipped active multipliers (a primal-dual
+    active-set step, Hintermueller, Ito & Kunisch 2002): a row that the ADMM iterate
+    put on the wrong side of its bound is corrected. The candidate with the smallest
+    error (and the input point, ``res0``) wins, so polishing never makes it worse.
+    """
+    mv = _mu_vec(d, level)
+    sat_up, sat_lo = zs > d.u, zs < d.l
+    act_up, act_lo = _classify(d, zs, ys, sat_up, sat_lo)
+    best = (xs, zs, ys, res0)
+    x, y = xs, ys
+    for _ in range(passes):
+        x, z, y, ya, Ax, act = _polish_once(
+            d, x, y, sat_up, sat_lo, act_up, act_lo, mv, delta, refine
+        )
+        r = _residuals(d, x, z, y, pending)
+        ok = jnp.isfinite(r.error) & (r.error < best[3].error)
+        best = jax.tree.map(lambda a, b, ok=ok: jnp.where(ok, a, b), (x, z, y, r), best)
+        act_up, act_lo = _classify(d, Ax, jnp.where(act, ya, y), sat_up, sat_lo)
+    return best
 
 
 def _finalize(
@@ -535,11 +577,13 @@ def _finalize(
     scaling_iters,
     polish,
     polish_refine,
+    polish_passes,
     adaptive_rho,
+    rho_every,
     polish_every,
     kkt_inverse,
 ):
-    del check_every, scaling_iters, adaptive_rho, polish_every, kkt_inverse
+    del check_every, scaling_iters, adaptive_rho, rho_every, polish_every, kkt_inverse
     dtype = state.xs.dtype
     hp = _hp(hp, dtype)
     d = state.data
@@ -548,8 +592,9 @@ def _finalize(
     res = _residuals(d, xs, zs, ys, pending_on)
     if polish:
         delta = jnp.maximum(hp["delta"], 1e3 * jnp.finfo(dtype).eps)
-        xp, zp, yp = _polish(d, xs, zs, ys, state.mu_level, delta, polish_refine)
-        rp = _residuals(d, xp, zp, yp, pending_on)
+        xp, zp, yp, rp = _polish(
+            d, xs, zs, ys, state.mu_level, delta, polish_refine, polish_passes, pending_on, res
+        )
         # Polish only a converged run (as OSQP): it sharpens an answer, it does not
         # turn a stopped run into a success.
         ok = converged & jnp.isfinite(rp.error) & (rp.error < res.error)
@@ -582,7 +627,7 @@ def flexqp(
     rho: float = 0.1,
     sigma: float = 1e-6,
     alpha: float = 1.6,
-    mu: float = 1e3,
+    mu: float = 1e4,
     mu_max: float = 1e6,
     mu_factor: float = 10.0,
     delta: float = 1e-6,
@@ -591,7 +636,9 @@ def flexqp(
     scaling_iters: int = 10,
     polish: bool = True,
     polish_refine: int = 5,
+    polish_passes: int = 3,
     adaptive_rho: bool = True,
+    rho_every: int = 5,
     polish_every: int = 0,
     kkt_inverse: bool = False,
 ) -> Solver:
@@ -676,16 +723,18 @@ def flexqp(
         ("check_every", check_every),
         ("scaling_iters", scaling_iters),
         ("polish_refine", polish_refine),
+        ("polish_passes", polish_passes),
         ("polish_every", polish_every),
+        ("rho_every", rho_every),
     ):
         if (
             isinstance(v, bool)
             or not isinstance(v, int)
             or v < 0
-            or (name == "check_every" and v < 1)
+            or (name in ("check_every", "rho_every") and v < 1)
         ):
             raise ValueError(
-                f"{name} must be a {'positive' if name == 'check_every' else 'non-negative'} int, got {v!r}"
+                f"{name} must be a {'positive' if name in ('check_every', 'rho_every') else 'non-negative'} int, got {v!r}"
             )
     hp = {
         "rho": rho,
@@ -706,7 +755,9 @@ def flexqp(
         scaling_iters=int(scaling_iters),
         polish=bool(polish),
         polish_refine=int(polish_refine),
+        polish_passes=int(polish_passes),
         adaptive_rho=bool(adaptive_rho),
+        rho_every=int(rho_every),
         polish_every=int(polish_every),
         kkt_inverse=bool(kkt_inverse),
     )

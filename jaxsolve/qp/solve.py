@@ -145,7 +145,7 @@ def solve_qp(
             ``compact`` steps (same answers lane for lane; the batch's compile time
             grows by the few smaller widths). ``None`` keeps one vmapped call.
         **hyper: hyperparameters of :func:`~jaxsolve.qp.flexqp`; ``polish_every``
-            defaults to 5 for a single QP and 0 for a batch, ``kkt_inverse`` to True for
+            defaults to 5 for a single QP and 1 for a batch (``polish_passes`` 1 there), ``kkt_inverse`` to True for
             a float64 batch only.
 
     Implicit differentiation: with ``F`` from :func:`kkt_residual`,
@@ -158,8 +158,14 @@ def solve_qp(
         raise ValueError(f"loop must be 'while' or 'fixed', got {loop!r}")
     batched = qp.q.ndim == 2
     # In-loop polishing pays off for single solves (warm starts end at the first
-    # polish); in a batch it would run on every step, so it is off there.
-    hyper.setdefault("polish_every", 0 if batched else 5)
+    # polish). In a batch the lax.cond becomes a select and the polish runs on every
+    # step anyway, so it is attempted on every step with one pass: it ends the slow
+    # lanes of a vmapped batch (whose loop runs until the slowest lane is done) once
+    # their active set is right (max/mean ADMM iterations over 1024 random QPs went
+    # from 40000/159 to ~1100/75 in float64).
+    hyper.setdefault("polish_every", 1 if batched else 5)
+    if batched:
+        hyper.setdefault("polish_passes", 1)
     # The explicit inverse is fast batched but loses digits on ill-conditioned systems;
     # float32 keeps the Cholesky factor (equality rows carry 1e3 rho).
     hyper.setdefault("kkt_inverse", batched and qp.q.dtype == jnp.float64)
