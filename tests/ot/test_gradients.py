@@ -17,7 +17,14 @@ import numpy as np
 import pytest
 
 from jaxsolve import solve
-from jaxsolve.ot import Grid, barycenter, barycenter_functional, sobolev_barycenter, w2
+from jaxsolve.ot import (
+    Grid,
+    barycenter,
+    barycenter_functional,
+    legendre,
+    sobolev_barycenter,
+    w2,
+)
 
 
 def _bumps2d(n, floor):
@@ -32,9 +39,28 @@ def _central(fun, x, dx, eps):
     return (float(fun(x + eps * dx)) - float(fun(x - eps * dx))) / (2 * eps)
 
 
-@pytest.mark.parametrize("method", ["hull", "brute"])
-def test_unrolled_reverse_mode_matches_fd(method):
-    """jax.grad through 8 SGA steps (loop='fixed'), w.r.t. densities and weights."""
+def test_legendre_gradient_both_methods_match_fd():
+    """The custom_jvp of the Legendre transform (Danskin: -du at the maximizer), hull and brute,
+    forward and reverse mode, against central differences on a 2D grid."""
+    g = Grid((7, 5))
+    rng = np.random.default_rng(4)
+    u = jnp.asarray(rng.normal(size=(2, *g.shape)))
+    r = jnp.asarray(rng.normal(size=(2, 3 * 7 + 1, 3 * 5 + 1)))
+    du = jnp.asarray(rng.normal(size=u.shape))
+    for method in ("hull", "brute"):
+
+        def loss(v, method=method):
+            return jnp.sum(r * legendre(v, g, queries="corners", sub=3, method=method))
+
+        fd = _central(loss, u, du, 1e-7)
+        np.testing.assert_allclose(float(jnp.sum(jax.grad(loss)(u) * du)), fd, rtol=1e-7)
+        np.testing.assert_allclose(float(jax.jvp(loss, (u,), (du,))[1]), fd, rtol=1e-7)
+
+
+def test_unrolled_reverse_mode_matches_fd():
+    """jax.grad through 8 SGA steps (loop='fixed') with the linear-time hull transform (its
+    while_loop is only in the index search), w.r.t. densities and weights."""
+    method = "hull"
     g, D = _bumps2d(6, 0.05)
     W = jnp.asarray([0.4, 0.6])
     target = jnp.asarray(np.random.default_rng(0).normal(size=g.shape))
