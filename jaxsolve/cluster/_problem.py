@@ -21,6 +21,7 @@ explained by the clustering (in ``[0, 1]``); the K-means objective (inertia) is
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -85,6 +86,21 @@ def _householder_with_first_row(q0):
 
 
 def feasible_point(key, n: int, n_clusters: int, rank: int, dtype=None, *, labels=None):
+    r"""A strictly feasible start ``(V, Q)``: ``phi(V, Q) > 0`` entrywise (needs ``rank > K``).
+
+    See :func:`_feasible_point` for the construction; compiled once per shape (an eager
+    call re-traced its Sinkhorn scan: ~1 s of host time per call).
+    """
+    dtype = jnp.result_type(float) if dtype is None else jnp.dtype(dtype)
+    return _feasible_jit(key, labels, n=n, n_clusters=n_clusters, rank=rank, dtype=dtype)
+
+
+@partial(jax.jit, static_argnames=("n", "n_clusters", "rank", "dtype"))
+def _feasible_jit(key, labels, *, n, n_clusters, rank, dtype):
+    return _feasible_point(key, n, n_clusters, rank, dtype, labels=labels)
+
+
+def _feasible_point(key, n: int, n_clusters: int, rank: int, dtype=None, *, labels=None):
     r"""A strictly feasible start ``(V, Q)``: ``phi(V, Q) > 0`` entrywise (needs ``rank > K``).
 
     Construction (derived here; paper 12 only states such points exist iff ``r > K``):
