@@ -383,10 +383,22 @@ def barycenter(
         subsample: sub-cells per axis in the pushforward, see :func:`sobolev_barycenter`.
         schedule: step-size rule, see :func:`sobolev_barycenter`.
         history: record ``error`` per step in ``sol.history``.
-        progress: show a progress bar (host-driven chunks).
+        progress: show a progress bar (host-driven chunks; the result is then not
+            differentiable).
+        implicit_solve: linear solver of the implicit derivative (``"gmres"`` default,
+            ``"bicgstab"``, or a callable, see :func:`jaxsolve.core.linear_solve`).
 
     Returns:
         :class:`jaxsolve.Solution` with ``x`` the barycenter histogram and ``state.potentials``.
+
+    Differentiation: ``sol.x`` is differentiable (``jax.grad``/``jax.jvp``) with respect to
+    ``densities`` and ``weights`` by the implicit function theorem at the fixed point of one
+    projected SGA step, :math:`T(f) = C P_\alpha(f + \sigma g(f))` (``P_\alpha`` keeps
+    :math:`\sum_i \alpha_i f_i = 0`, ``C`` removes each potential's mean, which no pushforward
+    sees, so that :math:`I - T'` is invertible where it matters); then
+    :math:`x = \sum_i \alpha_i (T_i)_\#\mu_i` is differentiated directly. The loop itself is
+    never differentiated. Each gradient costs one GMRES solve on JVPs of a step. For a scalar
+    functional of the barycenter prefer :func:`barycenter_functional` (envelope theorem).
     """
     if isinstance(densities, list | tuple):
         shapes = {tuple(np.shape(d)) for d in densities}
