@@ -5,11 +5,13 @@ Problems: the DC3 "simple QP" feasible sets {y : Ay = x, Gy <= h} (n, n_eq, n_in
 example, batch 1024 (``--quick``: the small problem only, batch 64).
 
 Both projections are run in float64 in the same way: each is given the smallest
-budget (ours: ``tol``; pinet: ``n_iter``, its step ``sigma`` set to ours / 2, the
-same omega = 1.7 and 25 Ruiz rounds) for which the whole batch is within 1e-5 of the
-exact projection with a constraint violation <= 1e-5; then forward and
-forward+backward (gradient of sum(w * x) w.r.t. y; ours: implicit BiCGSTAB, pinet:
-implicit BiCGSTAB with its benchmark budget n_iter_bwd = 25) are timed after compilation.
+budget (ours: ``tol`` from 1e-6, 1e-7, ...; pinet: ``n_iter`` in steps of 5, its step
+``sigma`` set to ours / 2, the same omega = 1.7 and 25 Ruiz rounds) for which the
+whole batch is within 1e-5 of the exact projection with a constraint violation
+<= 1e-5; then forward and forward+backward (gradient of sum(w * x) w.r.t. y; ours:
+the default active-set KKT backward, CG to relative 1e-10; pinet: implicit BiCGSTAB
+with its benchmark budget n_iter_bwd = 25, tolerance 1e-5) are timed after
+compilation, best of the repeats; backward = fwd+bwd - fwd.
 
 pinet-hcnn pulls torch, cvxpy and wandb; it lives in its own virtual environment
 (default /work/pinet-venv, or $PINET_PYTHON) and runs in a subprocess on the same
@@ -80,7 +82,7 @@ PEER = textwrap.dedent(
     probe = slice(0, min(B, 64))
     Yj, Xj = jnp.asarray(Y), jnp.asarray(X)
     chosen = None
-    for n_iter in (25, 50, 75, 100, 150, 200, 300, 400, 600, 800, 1200, 1600):
+    for n_iter in (*range(25, 105, 5), 150, 200, 300, 400, 600, 800, 1200, 1600):
         cv, err = quality(fwd(Yj[probe], Xj[probe], n_iter), probe)
         if cv <= target and err <= target:
             chosen = n_iter
@@ -108,7 +110,7 @@ PEER = textwrap.dedent(
             t0 = time.perf_counter(); g = jax.block_until_ready(grad(Yj, Xj, Wj))
             ts.append(time.perf_counter() - t0)
         t_fb = min(ts)
-        np.save(sys.argv[2], np.asarray(g))
+        np.save(sys.argv[2], np.asarray(g[:64]))
         np.save(sys.argv[2].replace(".npy", "_x.npy"), np.asarray(x))
         out.update(n_iter=chosen, cv=cv, err=err, t_fwd=t_fwd, t_fwdbwd=t_fb,
                    compile_fwd=first - t_fwd, compile_fwdbwd=first_bwd - t_fb)
@@ -171,10 +173,11 @@ def run_size(n, n_eq, n_ineq, batch, repeat, peer):
     t_factor = time.perf_counter() - t0
     Yj, Xj, Wj = jnp.asarray(Y), jnp.asarray(X), jnp.asarray(W)
 
-    # reference: ours at 1e-11, checked against polished OSQP on a few examples
-    ref_fn = jax.jit(lambda y, x: project(y, poly.update(b=x), tol=1e-11, steps=20000))
-    xref = np.asarray(ref_fn(Yj, Xj))
-    k_osqp = 4
+    # reference: ours at 1e-11 (polished), checked against polished OSQP on a few examples
+    # (the polytope is a jit argument: closing over it makes XLA constant-fold the factors)
+    ref_fn = jax.jit(lambda y, x, P: project(y, P.update(b=x), tol=1e-11, steps=20000))
+    xref = np.asarray(ref_fn(Yj, Xj, poly))
+    k_osqp = 4 if n <= 100 else 2
     t0 = time.perf_counter()
     osqp_x = np.stack([_osqp_projection(Y[i], A, X[i], G, h) for i in range(k_osqp)])
     t_osqp = (time.perf_counter() - t0) / k_osqp
@@ -193,36 +196,53 @@ def run_size(n, n_eq, n_ineq, batch, repeat, peer):
         cv = max(np.abs(x @ A.T - X[rows]).max(), np.maximum(x @ G.T - h, 0).max())
         return float(cv), float(np.abs(x - xref[rows]).max())
 
-    ladder = [1e-6, 3e-7, 1e-7, 3e-8, 1e-8, 1e-9, 1e-10]
-    fwd_of = lambda tol: jax.jit(
-        lambda y, x: project(y, poly.update(b=x), tol=tol, steps=5000, return_info=True)
+    ladder = [1e-6, 1e-7, 1e-8, 1e-9, 1e-10]
+    fwd = jax.jit(
+        lambda y, x, P, tol: project(y, P.update(b=x), tol=tol, steps=5000, return_info=True)
     )
     i = 0
     while i < len(ladder) - 1:
-        cv, err = quality_rows(fwd_of(ladder[i])(Yj[probe], Xj[probe])[0], probe)
+        cv, err = quality_rows(fwd(Yj[probe], Xj[probe], poly, ladder[i])[0], probe)
         if cv <= TARGET and err <= TARGET:
             break
         i += 1
     while True:
         tol = ladder[i]
-        (x, info), t_fwd, c_fwd = _timed(fwd_of(tol), Yj, Xj, repeat=repeat)
+        (x, info), t_fwd, c_fwd = _timed(fwd, Yj, Xj, poly, tol, repeat=repeat)
         cv, err = quality(x)
         if (cv <= TARGET and err <= TARGET) or i == len(ladder) - 1:
             break
         i += 1
     steps = int(np.max(info.num_steps))
-    btol = 1e-6
+    steps_mean = float(np.mean(info.num_steps))
     # data passed as arguments (closing over them made XLA constant-fold the batch)
-    grad_of = lambda bt: jax.jit(
+    grad = jax.jit(
         jax.grad(
-            lambda y, x, w: jnp.sum(
-                w * project(y, poly.update(b=x), tol=tol, steps=5000, backward_tol=bt)
+            lambda y, x, w, P, tol, **kw: jnp.sum(
+                w * project(y, P.update(b=x), tol=tol, steps=5000, **kw)
             )
+        ),
+        static_argnames=("backward", "backward_steps", "polish"),
+    )
+    g, t_fb, c_fb = _timed(grad, Yj, Xj, Wj, poly, tol, repeat=repeat)
+    g = np.asarray(g)[:64]
+    # independent reference gradient on the first 64 examples: Pinet's Douglas-Rachford
+    # linear system (BiCGSTAB to 1e-12) at the Douglas-Rachford fixed point (no polish,
+    # forward to 1e-12)
+    sub = slice(0, 64)
+    g_ref = np.asarray(
+        grad(
+            Yj[sub],
+            Xj[sub],
+            Wj[sub],
+            poly,
+            1e-12,
+            polish=False,
+            backward="bicgstab",
+            backward_tol=1e-12,
+            backward_steps=2000,
         )
     )
-    g, t_fb, c_fb = _timed(grad_of(btol), Yj, Xj, Wj, repeat=repeat)
-    g = np.asarray(g)
-    g_ref = np.asarray(grad_of(1e-12)(Yj, Xj, Wj))
     grad_err = float(np.linalg.norm(g - g_ref) / np.linalg.norm(g_ref))
     row = {
         "size": f"{n}/{n_eq}/{n_ineq}",
@@ -230,6 +250,7 @@ def run_size(n, n_eq, n_ineq, batch, repeat, peer):
         "factor_s": t_factor,
         "ours_tol": tol,
         "ours_steps": steps,
+        "ours_steps_mean": steps_mean,
         "ours_cv": cv,
         "ours_err": err,
         "ours_fwd": t_fwd,
@@ -242,7 +263,7 @@ def run_size(n, n_eq, n_ineq, batch, repeat, peer):
     }
     if peer is None:
         return row
-    sigma = float(np.asarray(jax.jit(lambda: 0.3 / jnp.mean(poly.factors.d_c[:n] ** 2))()))
+    sigma = float(np.asarray(0.3 / jnp.mean(poly.factors.d_c[:n] ** 2)))
     with tempfile.TemporaryDirectory() as tmp:
         data = pathlib.Path(tmp) / "data.npz"
         np.savez(
@@ -293,33 +314,43 @@ def write_table(rows, path, peer_note):
         "# layers: Pinet projection, jaxsolve.layers.project vs pinet-hcnn",
         "",
         "DC3 simple-QP feasible sets, y ~ N(0, I), one right-hand side per example, float64, CPU",
-        "(2 shared cores under heavy load from other jobs: times are the best of the repeats,",
+        "(2 shared cores under load from other jobs: times are the best of the repeats,",
         "absolute values are noisy; ratios compare runs made back to back on the same data).",
         f"Each method gets the smallest budget reaching max |x - x_exact| <= {TARGET:g} and",
-        f"violation <= {TARGET:g} on the whole batch. fwd = projection; fwd+bwd = gradient of",
-        "sum(w * x) w.r.t. y (ours: implicit BiCGSTAB to relative 1e-6; pinet: implicit BiCGSTAB,",
-        "its benchmark budget of 25 iterations). grad err = relative error against our",
-        "implicit gradient with GMRES to 1e-12 (the forward run at the same tol).",
+        f"violation <= {TARGET:g} on the whole batch (ours: tol from 1e-6, 1e-7, ...; pinet:",
+        "n_iter in steps of 5). fwd = projection; fwd+bwd = gradient of sum(w * x) w.r.t. y;",
+        "bwd = fwd+bwd - fwd. Ours: batched Douglas-Rachford with an active-set polish at the",
+        "checks (every 5 steps), stragglers compacted into 1/8-size batches; backward: the",
+        "active-set KKT system, CG to relative 1e-10. pinet: fixed n_iter steps; implicit",
+        "BiCGSTAB backward, its benchmark budget of 25 iterations (tolerance 1e-5).",
+        "grad err = relative error on the first 64 examples against an independent",
+        "reference: Pinet's Douglas-Rachford linear system solved by BiCGSTAB to 1e-12 at",
+        "the Douglas-Rachford fixed point (forward to 1e-12 without polish).",
         f"{peer_note}",
         "",
-        "| size n/eq/ineq | batch | ours steps (tol) | ours err / cv | ours fwd s | ours fwd+bwd s |"
-        " pinet n_iter | pinet err / cv | pinet fwd s | pinet fwd+bwd s | fwd ratio ours/pinet |"
-        " fwd+bwd ratio | max abs x_ours - x_pinet | ours grad err | pinet grad err |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| size n/eq/ineq | batch | ours steps max / mean (tol) | ours err / cv | ours fwd s |"
+        " ours bwd s | ours fwd+bwd s | pinet n_iter | pinet err / cv | pinet fwd s |"
+        " pinet bwd s | pinet fwd+bwd s | fwd ratio ours/pinet | bwd ratio | fwd+bwd ratio |"
+        " max abs x_ours - x_pinet | ours grad err | pinet grad err |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         p = r["peer"] or {}
         ok = "t_fwd" in p
+        bwd = max(r["ours_fb"] - r["ours_fwd"], 0.0)
         lines.append(
-            f"| {r['size']} | {r['batch']} | {r['ours_steps']} ({r['ours_tol']:g}) | "
-            f"{r['ours_err']:.1e} / {r['ours_cv']:.1e} | {r['ours_fwd']:.3f} | {r['ours_fb']:.3f} | "
+            f"| {r['size']} | {r['batch']} | {r['ours_steps']} / {r['ours_steps_mean']:.1f} "
+            f"({r['ours_tol']:g}) | {r['ours_err']:.1e} / {r['ours_cv']:.1e} | "
+            f"{r['ours_fwd']:.3f} | {bwd:.3f} | {r['ours_fb']:.3f} | "
             + (
                 f"{p['n_iter']} | {p['err']:.1e} / {p['cv']:.1e} | {p['t_fwd']:.3f} | "
-                f"{p['t_fwdbwd']:.3f} | {r['ours_fwd'] / p['t_fwd']:.2f} | "
-                f"{r['ours_fb'] / p['t_fwdbwd']:.2f} | {p['x_diff']:.1e} | {r['ours_grad_err']:.1e} | "
-                f"{p['grad_rel_diff']:.1e} |"
+                f"{max(p['t_fwdbwd'] - p['t_fwd'], 0.0):.3f} | {p['t_fwdbwd']:.3f} | "
+                f"{r['ours_fwd'] / p['t_fwd']:.2f} | "
+                f"{bwd / max(p['t_fwdbwd'] - p['t_fwd'], 1e-9):.2f} | "
+                f"{r['ours_fb'] / p['t_fwdbwd']:.2f} | {p['x_diff']:.1e} | "
+                f"{r['ours_grad_err']:.1e} | {p['grad_rel_diff']:.1e} |"
                 if ok
-                else f"{p.get('error', 'not run')} | | | | | | | {r['ours_grad_err']:.1e} | |"
+                else f"{p.get('error', 'not run')} | | | | | | | | | {r['ours_grad_err']:.1e} | |"
             )
         )
     lines += [
@@ -357,7 +388,7 @@ def main(argv=None):
     else:
         note = f"pinet-hcnn 0.2.0 run from {peer} in a subprocess (same data, same process tree)."
     sizes = (
-        [(100, 50, 50, 64, 3)] if ns.quick else [(100, 50, 50, 1024, 3), (1000, 500, 500, 1024, 1)]
+        [(100, 50, 50, 64, 3)] if ns.quick else [(100, 50, 50, 1024, 5), (1000, 500, 500, 1024, 2)]
     )
     rows = []
     for n, p, m, batch, repeat in sizes:

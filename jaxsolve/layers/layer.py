@@ -37,7 +37,7 @@ class ProjectionLayer(eqx.Module):
     tol: float | None = eqx.field(static=True, default=None)
     sigma: float | None = eqx.field(static=True, default=None)
     omega: float = eqx.field(static=True, default=1.7)
-    backward: str = eqx.field(static=True, default="bicgstab")
+    backward: str = eqx.field(static=True, default="kkt")
     backward_steps: int = eqx.field(static=True, default=200)
 
     def __init__(
@@ -48,7 +48,7 @@ class ProjectionLayer(eqx.Module):
         tol: float | None = None,
         sigma: float | None = None,
         omega: float = 1.7,
-        backward: str = "bicgstab",
+        backward: str = "kkt",
         backward_steps: int = 200,
     ):
         if not isinstance(polytope, Polytope):

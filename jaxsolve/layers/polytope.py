@@ -101,6 +101,18 @@ class Factors(eqx.Module):
             the affine offset is ``q = w_b @ b``.
         A, C: the original matrices (for the lifted start point and the consistency
             check of ``Ax = b``).
+        null_a: orthonormal basis :math:`Z` of :math:`\ker A`, ``(n, k_A)`` (the dense
+            projector :math:`P_A` when ``A`` is traced); :math:`P_A = ZZ^\top`.
+        apinv_t: :math:`(A^{+})^\top`, ``(p, n)``.
+        rz: the rows :math:`R = [I_n; C]` of the inequalities and bounds, restricted to
+            :math:`\ker A` and normalized, :math:`\mathrm{diag}(g) R Z`, ``(n + m, k_A)``,
+            with :math:`g_i = 1/\|R_i Z\|` (0 for a row fixed by ``Ax = b``): the
+            Gram matrix :math:`\mathrm{diag}(g) R P_A R^\top \mathrm{diag}(g)` of the
+            active-set (KKT) solves of :mod:`jaxsolve.layers.active` has unit diagonal.
+        rz_scale: :math:`g`, ``(n + m,)``.
+        gram: :math:`G = rz\, rz^\top`, ``(n + m, n + m)``, precomputed when
+            :math:`n + m \le 4096` (else ``(0, 0)``: the solves then use two products
+            with ``rz``).
         n, p, m, mode: static sizes and the form of the projector.
     """
 
@@ -109,6 +121,11 @@ class Factors(eqx.Module):
     w_b: jax.Array
     A: jax.Array
     C: jax.Array
+    null_a: jax.Array
+    apinv_t: jax.Array
+    rz: jax.Array
+    rz_scale: jax.Array
+    gram: jax.Array
     n: int = eqx.field(static=True)
     p: int = eqx.field(static=True)
     m: int = eqx.field(static=True)
@@ -139,6 +156,11 @@ class Factors(eqx.Module):
             cast(self.w_b),
             cast(self.A),
             cast(self.C),
+            cast(self.null_a),
+            cast(self.apinv_t),
+            cast(self.rz),
+            cast(self.rz_scale),
+            cast(self.gram),
             self.n,
             self.p,
             self.m,
@@ -172,9 +194,10 @@ def factorize(A: jax.Array, C: jax.Array, *, ruiz_iters: int = 25) -> Factors:
     d_r, d_c = ruiz_equilibration(M, ruiz_iters)
     Ms = d_r[:, None] * M * d_c[None, :]
     rows = p + m
+    kkt = _kkt_factors(A, C)
     if rows == 0:
         basis = jnp.zeros((N, 0), dtype)
-        return Factors(d_c, basis, jnp.zeros((N, 0), dtype), A, C, n, p, m, "range")
+        return Factors(d_c, basis, jnp.zeros((N, 0), dtype), A, C, *kkt, n, p, m, "range")
     U, sv, Vh = jnp.linalg.svd(Ms, full_matrices=True)
     cutoff = sv[0] * max(rows, N) * jnp.finfo(dtype).eps
     keep = sv > cutoff
@@ -191,7 +214,47 @@ def factorize(A: jax.Array, C: jax.Array, *, ruiz_iters: int = 25) -> Factors:
     else:
         mask = jnp.concatenate([~keep, jnp.ones((N - sv.shape[0],), bool)])
         basis, mode = (Vh.T * mask[None, :].astype(dtype)) @ Vh, "dense"
-    return Factors(d_c, basis, w_b, A, C, n, p, m, mode)
+    return Factors(d_c, basis, w_b, A, C, *kkt, n, p, m, mode)
+
+
+def _kkt_factors(A: jax.Array, C: jax.Array):
+    r"""``(Z, (A^+)^T, diag(g) [Z; CZ], g, G)`` in the original variables (see :class:`Factors`).
+
+    One SVD of ``A`` (``(p, n)``): :math:`Z` spans :math:`\ker A` (singular values
+    above :math:`\sigma_{\max}\max(p, n)\varepsilon` count as rank) and
+    :math:`A^{+}` is the pseudo-inverse. When ``A`` is traced the rank is unknown and
+    :math:`Z` is the dense projector :math:`P_A` (``(n, n)``, :math:`P_A P_A^\top = P_A`).
+    """
+    dtype = jnp.result_type(A, C)
+    p, n = A.shape
+    if p == 0:
+        Z = jnp.eye(n, dtype=dtype)
+        apinv_t = jnp.zeros((0, n), dtype)
+    else:
+        U, sv, Vh = jnp.linalg.svd(A, full_matrices=True)
+        keep = sv > sv[0] * max(p, n) * jnp.finfo(dtype).eps
+        inv = jnp.where(keep, 1.0 / jnp.where(keep, sv, 1.0), 0.0)
+        k = sv.shape[0]
+        apinv_t = (U[:, :k] * inv[None, :]) @ Vh[:k]  # (A^+)^T = U S^+ V^T, (p, n)
+        if is_concrete(A):
+            Z = Vh[int(np.sum(np.asarray(keep))) :].T
+        else:
+            mask = jnp.concatenate([~keep, jnp.ones((n - sv.shape[0],), bool)])
+            Z = (Vh.T * mask[None, :].astype(dtype)) @ Vh
+    RZ = jnp.concatenate([Z, C @ Z], axis=0)
+    norms = jnp.linalg.norm(RZ, axis=1)
+    # A row whose restriction to ker A vanishes (numerically) is fixed by Ax = b: it
+    # never enters an active-set solve (g = 0).
+    tiny = jnp.sqrt(jnp.finfo(dtype).eps) * jnp.maximum(
+        1.0, jnp.concatenate([jnp.ones((n,), dtype), jnp.linalg.norm(C, axis=1)])
+    )
+    g = jnp.where(norms > tiny, 1.0 / jnp.where(norms > tiny, norms, 1.0), 0.0)
+    rz = RZ * g[:, None]
+    gram = rz @ rz.T if rz.shape[0] <= _GRAM_MAX else jnp.zeros((0, 0), dtype)
+    return Z, apinv_t, rz, g, gram
+
+
+_GRAM_MAX = 4096
 
 
 def _as_matrix(name, M):
