@@ -638,7 +638,7 @@ def flexqp(
     polish_refine: int = 5,
     polish_passes: int = 3,
     adaptive_rho: bool = True,
-    rho_every: int = 5,
+    rho_every: int = 3,
     polish_every: int = 0,
     kkt_inverse: bool = False,
 ) -> Solver:
