@@ -419,7 +419,7 @@ def main(argv=None):
             lambda: bench_kmeans(
                 ["gmm150", "gmm300", "iris", "wine", "breast_cancer", "digits"], rows
             ),
-            lambda: bench_linear_time((100_000, 1_000_000), rows),
+            lambda: bench_linear_time((100_000, 1_000_000), rows, reps=5),
             lambda: bench_ratio_cut(300, 1797, rows),
             lambda: bench_newton_step_time((2_000, 20_000), rows),
         ]
