@@ -32,6 +32,7 @@ import tempfile
 import textwrap
 import time
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -96,7 +97,7 @@ PEER = textwrap.dedent(
             cv, err = quality(x, slice(None))
             if (cv <= target and err <= target) or chosen >= 3200:
                 break
-            chosen = int(chosen * 1.5)
+            chosen = chosen + 5 if chosen < 100 else int(chosen * 1.5)
         ts = []
         for _ in range(repeat):
             t0 = time.perf_counter(); x = jax.block_until_ready(fwd(Yj, Xj, chosen))
@@ -372,12 +373,69 @@ def write_table(rows, path, peer_note):
     print(text)
 
 
+def float32_table(path, sizes):
+    """Violation of float32 projections (measured in float64) at the default tol, DC3 sets."""
+    lines = [
+        "# layers: float32 projections on DC3 feasible sets",
+        "",
+        "y ~ N(0, I), one right-hand side per example, float32 data and computation, default",
+        "tol (1e-6); violation max(|Ax - b|, (Gx - h)_+) and the distance to the float64",
+        "projection (tol 1e-11) are computed in float64 on the float32 output.",
+        "",
+        "| size n/eq/ineq | batch | status | steps max / mean | max violation | mean violation |"
+        " max abs x32 - x64 |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for n, n_eq, n_ineq, batch in sizes:
+        prob = dc3_simple_qp(jax.random.key(0), n, n_eq, n_ineq, num=batch)
+        A, G, h, X = (np.asarray(v) for v in (prob.A, prob.G, prob.h, prob.X))
+        Y = jax.random.normal(jax.random.key(1), (batch, n))
+        poly = prob.polytope().factorize()
+        x64 = np.asarray(
+            jax.jit(lambda y, x, P: project(y, P.update(b=x), tol=1e-11, steps=20000))(
+                Y, prob.X, poly
+            )
+        )
+        poly32 = jax.tree.map(
+            lambda a: a.astype(jnp.float32) if eqx.is_inexact_array(a) else a, poly
+        )
+        x32, info = jax.jit(
+            lambda y, x, P: project(y, P.update(b=x), steps=5000, return_info=True)
+        )(Y.astype(jnp.float32), prob.X.astype(jnp.float32), poly32)
+        x = np.asarray(x32, np.float64)
+        viol = np.maximum(np.abs(x @ A.T - X).max(1), np.maximum(x @ G.T - h, 0).max(1))
+        from jaxsolve.core import status_counts
+
+        counts = status_counts(info.status)
+        lines.append(
+            f"| {n}/{n_eq}/{n_ineq} | {batch} | {counts} | {int(np.max(info.num_steps))} / "
+            f"{float(np.mean(info.num_steps)):.1f} | {viol.max():.1e} | {viol.mean():.1e} | "
+            f"{np.abs(x - x64).max():.1e} |"
+        )
+        print(lines[-1], flush=True)
+    text = "\n".join(lines) + "\n"
+    path.write_text(text)
+    print(text)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small problem, batch 64 (CI)")
     ap.add_argument("--no-peer", action="store_true", help="skip pinet-hcnn")
     ap.add_argument("--out", default=str(ROOT / "results" / "layers.md"))
+    ap.add_argument(
+        "--float32",
+        action="store_true",
+        help="only the float32 violation table (bench/results/layers_float32.md)",
+    )
+    ap.add_argument(
+        "--size", type=int, default=None, help="only the size with this n (100 or 1000)"
+    )
     ns = ap.parse_args(argv)
+    if ns.float32:
+        sizes = [(100, 50, 50, 1024), (1000, 500, 500, 256)]
+        float32_table(ROOT / "results" / "layers_float32.md", sizes)
+        return 0
     peer = None if ns.no_peer else _peer_python()
     if peer is None:
         note = (
@@ -390,6 +448,8 @@ def main(argv=None):
     sizes = (
         [(100, 50, 50, 64, 3)] if ns.quick else [(100, 50, 50, 1024, 5), (1000, 500, 500, 1024, 2)]
     )
+    if ns.size is not None:
+        sizes = [t for t in sizes if t[0] == ns.size]
     rows = []
     for n, p, m, batch, repeat in sizes:
         print(f"-- n={n} eq={p} ineq={m} batch={batch}", flush=True)
