@@ -54,7 +54,7 @@ import jax.numpy as jnp
 
 from jaxsolve.layers.polytope import Factors
 
-__all__ = ["masked_cg", "polish", "kkt_vjp", "cg_budget", "gram_for"]
+__all__ = ["masked_cg", "polish", "refine", "kkt_vjp", "cg_budget", "gram_for"]
 
 
 def cg_budget(rows: int) -> int:
@@ -186,6 +186,37 @@ def polish(
     err = jnp.maximum(jnp.max(primal, -1, initial=0.0), jnp.max(dual, -1, initial=0.0)) / scale
     err = jnp.where(jnp.all(jnp.isfinite(x), -1), err, jnp.inf)
     return x, lam, err
+
+
+def refine(factors: Factors, bounds: bool, x, b, lo, hi, act, tol, maxiter):
+    r"""One correction step onto the affine set of the active rows: feasibility to round-off.
+
+    :math:`x_1 = x - A^{+}(Ax - b)`, then :math:`x_2 = x_1 - P_A R_\mu^\top\lambda` with
+    :math:`(R_\mu P_A R_\mu^\top)\lambda = R_\mu x_1 - h_\mu` (the masked system of
+    :func:`polish`, right-hand side the tiny residual). At an exact projection it changes
+    nothing; on a point computed in float32 it removes the residual left by the rounding
+    of the long products of the polish (about :math:`\varepsilon_{32}\sqrt{n}` per
+    product), since the residual is small and is computed directly from ``x``: the
+    violation drops to the error of one residual evaluation. Batched like :func:`polish`.
+    """
+    dtype = x.dtype
+    n = factors.n
+    Z = factors.null_a.astype(dtype)
+    C = factors.C.astype(dtype)
+    rz, g = _rows(factors, bounds, dtype)
+    if not bounds:
+        lo, hi, act = lo[..., n:], hi[..., n:], act[..., n:]
+    if factors.p:
+        A = factors.A.astype(dtype)
+        x = x - (x @ A.T - b) @ factors.apinv_t.astype(dtype)
+    mu = ((act != 0) & (g > 0)).astype(dtype)
+    h = jnp.where(mu > 0, jnp.where(act > 0, hi, lo), 0)
+    rho = mu * (_apply_r(x, C, bounds) - h) * g
+    scale = jnp.maximum(1, jnp.max(jnp.abs(x), -1))
+    inv_g = jnp.where(g > 0, 1 / jnp.where(g > 0, g, 1), 0)
+    gram = gram_for(factors, bounds, dtype)
+    lam, _ = masked_cg(rz, mu, rho, jnp.zeros_like(rho), inv_g, 0.1 * tol * scale, maxiter, gram)
+    return x - ((mu * lam) @ rz) @ Z.T
 
 
 def kkt_vjp(factors: Factors, bounds: bool, act, xbar, tol, maxiter):

@@ -48,7 +48,7 @@ import numpy as np
 
 from jaxsolve.core import Status, solve
 from jaxsolve.core.validation import check_floating, is_concrete
-from jaxsolve.layers.active import cg_budget, gram_for, kkt_vjp, polish
+from jaxsolve.layers.active import cg_budget, gram_for, kkt_vjp, polish, refine
 from jaxsolve.layers.pinet import ProjectionArgs, _hyper, _init, _step, auto_sigma, dr_map
 from jaxsolve.layers.polytope import Polytope
 
@@ -83,6 +83,7 @@ class _Config(NamedTuple):
     check_every: int = 5
     polish: bool = True
     bounds: bool = True
+    refine: bool = False
 
 
 def default_project_tol(dtype) -> float:
@@ -339,7 +340,12 @@ def _forward(cfg: _Config, y, b, lo, hi, s0, factors, hp) -> _Out:
             carry = jax.tree.map(lambda a, idx=idx: a[idx], carry)
     for idx, outer in reversed(stack):
         carry = jax.tree.map(lambda a, c, idx=idx: a.at[idx].set(c), outer, carry)
-    return _Out(carry.x_out, carry.s_out, carry.st_out, carry.k_out, carry.e_out, carry.act_out)
+    x = carry.x_out
+    if cfg.refine:
+        x_ref = refine(f, cfg.bounds, x, b, lo, hi, carry.act_out, tol, cg_budget(rows))
+        ok = (carry.st_out == Status.SUCCESS)[:, None] & jnp.isfinite(x_ref)
+        x = jnp.where(ok, x_ref, x)
+    return _Out(x, carry.s_out, carry.st_out, carry.k_out, carry.e_out, carry.act_out)
 
 
 @partial(jax.custom_vjp, nondiff_argnums=(0,))
@@ -448,6 +454,7 @@ def project(
     infeasible_tol: float = 1e-6,
     check_every: int = 5,
     polish: bool | None = None,
+    refine: bool | None = None,
     return_info: bool = False,
 ) -> jax.Array | tuple[jax.Array, ProjectionInfo]:
     r"""Euclidean projection of ``y`` onto a :class:`Polytope`, batched, implicitly differentiable.
@@ -490,6 +497,10 @@ def project(
         polish: try the exact active-set polish at the checks (static). Default: on
             with ``backward="kkt"``, off with the Douglas-Rachford backward solvers,
             which linearize the map at its fixed point (a polished lane stops before it).
+        refine: end with one feasibility correction onto the affine set of the active
+            rows (:func:`jaxsolve.layers.active.refine`; static). Default: on below
+            float64 when polishing (float32 round-off of the polish products otherwise
+            leaves violations of a few 1e-5 on DC3 1000/500/500), off in float64.
         return_info: also return a :class:`ProjectionInfo`.
 
     Returns:
@@ -568,6 +579,7 @@ def project(
         int(check_every),
         polish,
         polytope.lb is not None or polytope.ub is not None,
+        bool(refine) if refine is not None else bool(polish and dtype != jnp.float64),
     )
 
     leaves = {"y": y, "b": b, "lo": lo, "hi": hi}
