@@ -162,7 +162,8 @@ def reference(qp):
     for eps in (1e-10, 1e-9, 1e-8):
         cands = []
         try:
-            x, ok, _, _ = run_proxsuite(qp, eps)
+            # 20000 iterations: at 1e-10 proxsuite may spin for minutes (QPCBOEI2)
+            x, ok, _, _ = run_proxsuite(qp, eps, max_iter=20000)
             if ok:
                 cands.append((x, f"proxsuite {eps:g}"))
         except Exception:  # pragma: no cover
