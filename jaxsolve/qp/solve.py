@@ -113,6 +113,7 @@ def solve_qp(
     throw: bool = False,
     history: bool = False,
     compact: int | None = 20,
+    batch: str = "auto",
     **hyper: Any,
 ) -> Solution:
     r"""Solve ``min 1/2 x'Px + q'x  s.t.  l <= A x <= u`` with FlexQP.
@@ -144,8 +145,18 @@ def solve_qp(
             problems of a batch stop costing the whole batch's work after
             ``compact`` steps (same answers lane for lane; the batch's compile time
             grows by the few smaller widths). ``None`` keeps one vmapped call.
+        batch: how a batch runs: ``"vmap"`` (all problems in lockstep, the GPU/TPU
+            way), ``"map"`` (``lax.map``: one problem after another inside one compiled
+            call) or ``"auto"`` (default: ``"map"`` on a CPU backend, else ``"vmap"``).
+            On a CPU the problems do not run in parallel anyway; one at a time, each
+            problem's data stays in cache across its iterations, its ``lax.cond``
+            branches are real branches (a vmapped cond evaluates both), and a slow
+            problem costs only its own iterations: 2-7x faster than ``"vmap"`` on
+            1024 random QPs (n = 20 and 100, 2-core CPU). Same answers either way;
+            both work under ``jit``, ``vmap`` and ``grad``.
         **hyper: hyperparameters of :func:`~jaxsolve.qp.flexqp`; ``polish_every``
-            defaults to 5 for a single QP and 1 for a batch (``polish_passes`` 1 there), ``kkt_inverse`` to True for
+            defaults to 5 for a single QP and 1 for a batch (``polish_passes`` 1 there),
+            ``rho_every`` to 1 for a single QP and 3 for a batch, ``kkt_inverse`` to True for
             a float64 batch only.
 
     Implicit differentiation: with ``F`` from :func:`kkt_residual`,
@@ -156,6 +167,10 @@ def solve_qp(
     validate_qp(qp)
     if loop not in ("while", "fixed"):
         raise ValueError(f"loop must be 'while' or 'fixed', got {loop!r}")
+    if batch not in ("auto", "vmap", "map"):
+        raise ValueError(f"batch must be 'auto', 'vmap' or 'map', got {batch!r}")
+    if batch == "auto":
+        batch = "map" if jax.default_backend() == "cpu" else "vmap"
     batched = qp.q.ndim == 2
     # In-loop polishing pays off for single solves (warm starts end at the first
     # polish). In a batch the lax.cond becomes a select and the polish runs on every
@@ -166,6 +181,9 @@ def solve_qp(
     hyper.setdefault("polish_every", 1 if batched else 5)
     if batched:
         hyper.setdefault("polish_passes", 1)
+    # rho adapted at every check for one QP (QSCAGR7 and QE226 need it), at most every
+    # 3 checks in a batch (a lane whose rho ping-ponged 8x never converged).
+    hyper.setdefault("rho_every", 3 if batched else 1)
     # The explicit inverse is fast batched but loses digits on ill-conditioned systems;
     # float32 keeps the Cholesky factor (equality rows carry 1e3 rho).
     hyper.setdefault("kkt_inverse", batched and qp.q.dtype == jnp.float64)
@@ -191,7 +209,9 @@ def solve_qp(
             return _solve_implicit(solver, max_steps, history, x0, qp, jnp.asarray(tol, dtype))
         return solve(solver, x0, qp, tol=tol, max_steps=max_steps, history=history)
 
-    if (
+    if batched and batch == "map":
+        sol = jax.lax.map(lambda xa: one(*xa), (x0, qp))
+    elif (
         batched
         and compact is not None
         and loop == "while"
