@@ -16,16 +16,23 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import pathlib
 import sys
 import time
 
-import numpy as np
+# jaxlib's CPU Cholesky/triangular kernels call the LAPACK of SciPy's OpenBLAS, whose
+# idle threads spin; on a shared 2-core machine that made small factorizations 20-300x
+# slower. One thread is also what the OSQP loop uses.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from _util import compile_and_steady, write_results  # noqa: E402
 
 TOL = 1e-4
+FLEX_LABEL = "lax.map on CPU, else vmap + compaction"
 
 
 def _have(mod):
@@ -87,9 +94,9 @@ def run_flexqp(qp, repeat):
     from jaxsolve.qp import solve_qp
 
     del jax
-    # Called on concrete arrays, solve_qp runs the batch through solve_batch(compact=20):
-    # rounds of 20 steps that drop finished lanes, so a few slow QPs do not hold the
-    # whole vmapped batch (compile time covers the few narrower widths too).
+    # solve_qp's default batch strategy: lax.map on a CPU backend (one problem after
+    # another in one compiled call), vmap elsewhere; a vmapped batch given as concrete
+    # arrays runs through solve_batch(compact=20), so a few slow QPs do not hold it.
     fn = lambda qp: solve_qp(qp, tol=TOL, max_steps=4000)  # noqa: E731
     sol, steady, compile_s = compile_and_steady(lambda: fn(qp), repeat)
     its = np.asarray(sol.state.admm_iters)
@@ -238,7 +245,7 @@ def main(argv=None):
             qp = jax.tree.map(lambda v, dtype=dtype: v.astype(dtype), qp64)
             name = jnp.dtype(dtype).name
             xf, tf, cf, sf, itf = run_flexqp(qp, repeat)
-            rows = [("FlexQP (vmap, compacted)", tf, cf, xf, sf, itf)]
+            rows = [(f"FlexQP ({FLEX_LABEL})", tf, cf, xf, sf, itf)]
             if peers["osqp"]:
                 rows.append(("OSQP loop (update+solve, float64)", to, 0.0, xo, so, ""))
             if peers["qpax"]:
