@@ -69,16 +69,18 @@ def _zero_tangent(v):
     return np.zeros(jnp.shape(v), dtype=jax.dtypes.float0)
 
 
-@partial(jax.custom_jvp, nondiff_argnums=(0, 1, 2))
-def _solve_implicit(solver, max_steps, history, x0, qp, tol):
+@partial(jax.custom_jvp, nondiff_argnums=(0, 1))
+def _solve_implicit(max_steps, history, solver, x0, qp, tol):
+    # ``solver`` is a primal argument, not a nondiff one: its hyperparameters are array
+    # leaves that may be tracers (inside jit/lax.map); their derivative is taken as zero.
     return solve(solver, x0, qp, tol=tol, max_steps=max_steps, history=history)
 
 
 @_solve_implicit.defjvp
-def _solve_implicit_jvp(solver, max_steps, history, primals, tangents):
-    x0, qp, tol = primals
-    _, dqp, _ = tangents
-    sol = _solve_implicit(solver, max_steps, history, x0, qp, tol)
+def _solve_implicit_jvp(max_steps, history, primals, tangents):
+    solver, x0, qp, tol = primals
+    _, _, dqp, _ = tangents
+    sol = _solve_implicit(max_steps, history, solver, x0, qp, tol)
     xy = jax.lax.stop_gradient((sol.state.x, sol.state.y))
     mu = jax.lax.stop_gradient(sol.state.mu)
     _, rhs = jax.jvp(lambda p: kkt_residual(xy, p, mu), (qp,), (dqp,))
@@ -99,6 +101,21 @@ def _solve_implicit_jvp(solver, max_steps, history, primals, tangents):
     tan = jax.tree.map(_zero_tangent, sol)
     tan = tan._replace(x=dx, state=tan.state._replace(x=dx, y=dy))
     return sol, tan
+
+
+def _solve_one(solver, x0, qp, tol, max_steps, loop, implicit, history):
+    if loop == "fixed":
+        return solve(solver, x0, qp, tol=tol, max_steps=max_steps, loop="fixed")
+    if implicit:
+        return _solve_implicit(max_steps, history, solver, x0, qp, jnp.asarray(tol, qp.q.dtype))
+    return solve(solver, x0, qp, tol=tol, max_steps=max_steps, history=history)
+
+
+@partial(jax.jit, static_argnames=("tol", "max_steps", "loop", "implicit", "history"))
+def _solve_map(solver, x0, qp, *, tol, max_steps, loop, implicit, history):
+    """A batch one problem after another (``lax.map``) in one compiled call."""
+    one = lambda xa: _solve_one(solver, *xa, tol, max_steps, loop, implicit, history)  # noqa: E731
+    return jax.lax.map(one, (x0, qp))
 
 
 def solve_qp(
@@ -203,14 +220,20 @@ def solve_qp(
         tol = 1e-8 if dtype == jnp.float64 else 1e-4
 
     def one(x0, qp):
-        if loop == "fixed":
-            return solve(solver, x0, qp, tol=tol, max_steps=max_steps, loop="fixed")
-        if implicit:
-            return _solve_implicit(solver, max_steps, history, x0, qp, jnp.asarray(tol, dtype))
-        return solve(solver, x0, qp, tol=tol, max_steps=max_steps, history=history)
+        return _solve_one(solver, x0, qp, tol, max_steps, loop, implicit, history)
 
     if batched and batch == "map":
-        sol = jax.lax.map(lambda xa: one(*xa), (x0, qp))
+        # tol is static here (the implicit rule keeps it out of differentiation)
+        sol = _solve_map(
+            solver,
+            x0,
+            qp,
+            tol=float(tol),
+            max_steps=max_steps,
+            loop=loop,
+            implicit=implicit,
+            history=history,
+        )
     elif (
         batched
         and compact is not None
