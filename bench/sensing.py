@@ -37,6 +37,8 @@ jax.config.update("jax_enable_x64", True)
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from _util import write_results  # noqa: E402
+
 from jaxsolve import sensing as S  # noqa: E402
 
 LEVELS = (1e-2, 1e-4, 1e-8)
@@ -191,9 +193,7 @@ def main(argv=None):
         "from initialization scales >= 1e-3, but from a tiny initialization (1e-6) it reaches "
         "1e-8 first: its rate ~ eta sigma_min(A) is one power of kappa better.\n"
     )
-    out = ROOT / "bench" / "results" / "sensing.md"
-    out.write_text("\n".join(lines) + "\n")
-    print(f"wrote {out}")
+    write_results("sensing", "\n".join(lines) + "\n", quick=quick)
 
 
 if __name__ == "__main__":
