@@ -275,22 +275,7 @@ def _unscale(d: Scaled, xs, zs, ys):
     return d.D * xs, zs / d.E, d.E * ys / d.c
 
 
-def _init(
-    x0,
-    qp: QP,
-    *,
-    hp,
-    check_every,
-    scaling_iters,
-    polish,
-    polish_refine,
-    polish_passes,
-    adaptive_rho,
-    rho_every,
-    polish_every,
-    kkt_inverse,
-):
-    del check_every, polish, polish_refine, polish_passes, adaptive_rho, rho_every, polish_every
+def _init(x0, qp: QP, *, hp, scaling_iters, kkt_inverse):
     dtype = qp.q.dtype
     hp = _hp(hp, dtype)
     d = _prepare(qp, hp, scaling_iters)
@@ -357,8 +342,6 @@ def _step(
     *,
     hp,
     check_every,
-    scaling_iters,
-    polish,
     polish_refine,
     polish_passes,
     adaptive_rho,
@@ -366,7 +349,6 @@ def _step(
     polish_every,
     kkt_inverse,
 ):
-    del scaling_iters, polish
     dtype = state.xs.dtype
     hp = _hp(hp, dtype)
     d = state.data
@@ -573,17 +555,10 @@ def _finalize(
     converged,
     *,
     hp,
-    check_every,
-    scaling_iters,
     polish,
     polish_refine,
     polish_passes,
-    adaptive_rho,
-    rho_every,
-    polish_every,
-    kkt_inverse,
 ):
-    del check_every, scaling_iters, adaptive_rho, rho_every, polish_every, kkt_inverse
     dtype = state.xs.dtype
     hp = _hp(hp, dtype)
     d = state.data
