@@ -70,6 +70,21 @@ def _rows(factors: Factors, bounds: bool, dtype):
     return rz, g
 
 
+def _active(factors: Factors, bounds: bool, dtype, act):
+    """Set-up shared by :func:`polish`, :func:`refine` and :func:`kkt_vjp`: the null-space
+    basis ``Z``, ``C``, the rows in use ``(rz, g)``, ``act`` restricted to those rows and
+    the mask ``mu`` of the active ones."""
+    rz, g = _rows(factors, bounds, dtype)
+    act = act if bounds else act[..., factors.n :]
+    mu = ((act != 0) & (g > 0)).astype(dtype)
+    return factors.null_a.astype(dtype), factors.C.astype(dtype), rz, g, act, mu
+
+
+def _in_use(factors: Factors, bounds: bool, v):
+    """``v`` (lifted, ``(..., n + m)``) restricted to the rows in use."""
+    return v if bounds else v[..., factors.n :]
+
+
 def gram_for(factors: Factors, bounds: bool, dtype):
     """The stored :math:`G` of the rows in use, or ``None`` when two ``rz`` products are cheaper."""
     n = factors.n
@@ -155,13 +170,8 @@ def polish(
     scale); the candidate is the projection (to ``tol``) when ``error <= tol``.
     """
     dtype = y.dtype
-    n = factors.n
-    Z = factors.null_a.astype(dtype)
-    C = factors.C.astype(dtype)
-    rz, g = _rows(factors, bounds, dtype)
-    if not bounds:
-        lo, hi, act = lo[..., n:], hi[..., n:], act[..., n:]
-    mu = ((act != 0) & (g > 0)).astype(dtype)
+    Z, C, rz, g, act, mu = _active(factors, bounds, dtype, act)
+    lo, hi = _in_use(factors, bounds, lo), _in_use(factors, bounds, hi)
     h = jnp.where(act > 0, hi, jnp.where(act < 0, lo, 0))
     h = jnp.where(mu > 0, h, 0)
     xa = _proj_a(y, Z)
@@ -200,16 +210,11 @@ def refine(factors: Factors, bounds: bool, x, b, lo, hi, act, tol, maxiter):
     violation drops to the error of one residual evaluation. Batched like :func:`polish`.
     """
     dtype = x.dtype
-    n = factors.n
-    Z = factors.null_a.astype(dtype)
-    C = factors.C.astype(dtype)
-    rz, g = _rows(factors, bounds, dtype)
-    if not bounds:
-        lo, hi, act = lo[..., n:], hi[..., n:], act[..., n:]
+    Z, C, rz, g, act, mu = _active(factors, bounds, dtype, act)
+    lo, hi = _in_use(factors, bounds, lo), _in_use(factors, bounds, hi)
     if factors.p:
         A = factors.A.astype(dtype)
         x = x - (x @ A.T - b) @ factors.apinv_t.astype(dtype)
-    mu = ((act != 0) & (g > 0)).astype(dtype)
     h = jnp.where(mu > 0, jnp.where(act > 0, hi, lo), 0)
     rho = mu * (_apply_r(x, C, bounds) - h) * g
     scale = jnp.maximum(1, jnp.max(jnp.abs(x), -1))
@@ -228,11 +233,7 @@ def kkt_vjp(factors: Factors, bounds: bool, act, xbar, tol, maxiter):
     """
     dtype = xbar.dtype
     n = factors.n
-    Z = factors.null_a.astype(dtype)
-    C = factors.C.astype(dtype)
-    rz, g = _rows(factors, bounds, dtype)
-    act_r = act if bounds else act[..., n:]
-    mu = ((act_r != 0) & (g > 0)).astype(dtype)
+    Z, C, rz, g, act_r, mu = _active(factors, bounds, dtype, act)
     u = _proj_a(xbar, Z)
     rho = mu * _apply_r(u, C, bounds) * g
     thr = tol * jnp.max(jnp.abs(rho), -1, initial=0.0)
