@@ -348,10 +348,21 @@ def _step(
     rho_every,
     polish_every,
     kkt_inverse,
+    lanes=None,
+    active=None,
 ):
     dtype = state.xs.dtype
     hp = _hp(hp, dtype)
     d = state.data
+
+    def uniform(pred):
+        # Lockstep batches (jaxsolve.qp.lockstep) call this step under
+        # vmap(axis_name=lanes): the branch is taken when any running lane needs it, so
+        # the lax.cond stays a real branch; each lane still applies only its own pred.
+        if lanes is None:
+            return pred
+        return jax.lax.pmax((pred & active).astype(jnp.int32), lanes) > 0
+
     xs, zs, ys = _admm_block(
         d,
         state.L,
@@ -388,10 +399,10 @@ def _step(
 
     def refactor(_):
         Lnew = _factor(d, rho_new, kkt_inverse)
-        ok = jnp.all(jnp.isfinite(Lnew))
+        ok = jnp.all(jnp.isfinite(Lnew)) & change
         return jnp.where(ok, Lnew, state.L), jnp.where(ok, rho_new, state.rho)
 
-    L, rho = jax.lax.cond(change, refactor, lambda _: (state.L, state.rho), None)
+    L, rho = jax.lax.cond(uniform(change), refactor, lambda _: (state.L, state.rho), None)
     L, rho = jax.lax.stop_gradient((L, rho))
 
     # Unboundedness certificate (OSQP dual infeasibility on the block's step
@@ -432,11 +443,13 @@ def _step(
             # Relative errors saturate near 1 on poor points, so "lower" alone could swap
             # a far-off ADMM iterate for a garbage one and derail the iteration: keep the
             # polished point only when it is an order of magnitude better and small.
-            ok = (rp.error <= 0.1 * err_now) & (rp.error <= 1e-3)
+            ok = (rp.error <= 0.1 * err_now) & (rp.error <= 1e-3) & attempt
             pick = lambda a, b: jnp.where(ok, a, b)
             return pick(xp, xs), pick(zp, zs), pick(yp, ys), jax.tree.map(pick, rp, res_now)
 
-        xs, zs, ys, res = jax.lax.cond(attempt, try_polish, lambda _: (xs, zs, ys, res), None)
+        xs, zs, ys, res = jax.lax.cond(
+            uniform(attempt), try_polish, lambda _: (xs, zs, ys, res), None
+        )
 
     error = jnp.maximum(res.kkt, jnp.where(new_level < hp["mu_max"], res.sat, 0.0))
     x, z, y = _unscale(d, xs, zs, ys)
