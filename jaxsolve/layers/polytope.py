@@ -29,6 +29,8 @@ step instead of the :math:`(n+m)^2` of a dense projector or the
 
 from __future__ import annotations
 
+from functools import partial
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -176,14 +178,57 @@ def factorize(A: jax.Array, C: jax.Array, *, ruiz_iters: int = 25) -> Factors:
     :math:`\sigma_{\max}\max(p+m, n+m)\,\varepsilon`), the pseudo-inverse columns for
     ``b`` and the projector onto :math:`\ker\tilde M` in its cheapest form (see the
     module docstring). Costs :math:`O((p+m)(n+m)^2)` once; every projection step then
-    costs :math:`O((n+m)\min(r, n+m-r))`.
+    costs :math:`O((n+m)\min(r, n+m-r))`. The array work runs in two compiled
+    functions cached per shape; only the choice of the basis (which needs the rank)
+    happens outside them.
     """
     A = jax.lax.stop_gradient(jnp.asarray(A))
     C = jax.lax.stop_gradient(jnp.asarray(C))
     dtype = jnp.result_type(A, C)
+    A, C = A.astype(dtype), C.astype(dtype)
     p, n = A.shape
     m = C.shape[0]
     N = n + m
+    d_c, w_b, Vh, keep, Va, keep_a, apinv_t = _factor_core(A, C, int(ruiz_iters))
+    concrete = is_concrete(Vh) and is_concrete(Va)
+    if p == 0:
+        Z = jnp.eye(n, dtype=dtype)
+    elif concrete:
+        Z = Va[int(np.sum(np.asarray(keep_a))) :].T
+    else:
+        mask = jnp.concatenate([~keep_a, jnp.ones((n - keep_a.shape[0],), bool)])
+        Z = (Va.T * mask[None, :].astype(dtype)) @ Va
+    kkt = (Z, apinv_t, *_kkt_tail(Z, C))
+    if p + m == 0:
+        basis = jnp.zeros((N, 0), dtype)
+        return Factors(d_c, basis, w_b, A, C, *kkt, n, p, m, "range")
+    if concrete:
+        r = int(np.sum(np.asarray(keep)))
+        k = N - r
+        if k <= r:
+            basis, mode = Vh[r:].T, "null"
+        else:
+            basis, mode = Vh[:r].T, "range"
+    else:
+        mask = jnp.concatenate([~keep, jnp.ones((N - keep.shape[0],), bool)])
+        basis, mode = (Vh.T * mask[None, :].astype(dtype)) @ Vh, "dense"
+    return Factors(d_c, basis, w_b, A, C, *kkt, n, p, m, mode)
+
+
+@partial(jax.jit, static_argnums=(2,))
+def _factor_core(A: jax.Array, C: jax.Array, ruiz_iters: int):
+    r"""The rank-independent part of :func:`factorize` (compiled once per shape).
+
+    Returns ``(d_c, w_b, Vh, keep, Va, keep_a, apinv_t)``: the column scaling, the
+    pseudo-inverse columns for ``b``, the right singular vectors of :math:`\tilde M`
+    and the mask of its singular values counted as rank; the same for ``A`` and
+    :math:`(A^{+})^\top` (:func:`_kkt_tail` finishes the active-set factors).
+    """
+    dtype = A.dtype
+    p, n = A.shape
+    m = C.shape[0]
+    N = n + m
+    rows = p + m
     M = jnp.concatenate(
         [
             jnp.concatenate([A, jnp.zeros((p, m), dtype)], axis=1),
@@ -192,55 +237,39 @@ def factorize(A: jax.Array, C: jax.Array, *, ruiz_iters: int = 25) -> Factors:
         axis=0,
     )
     d_r, d_c = ruiz_equilibration(M, ruiz_iters)
-    Ms = d_r[:, None] * M * d_c[None, :]
-    rows = p + m
-    kkt = _kkt_factors(A, C)
     if rows == 0:
-        basis = jnp.zeros((N, 0), dtype)
-        return Factors(d_c, basis, jnp.zeros((N, 0), dtype), A, C, *kkt, n, p, m, "range")
-    U, sv, Vh = jnp.linalg.svd(Ms, full_matrices=True)
-    cutoff = sv[0] * max(rows, N) * jnp.finfo(dtype).eps
-    keep = sv > cutoff
-    inv = jnp.where(keep, 1.0 / jnp.where(keep, sv, 1.0), 0.0)
-    pinv = (Vh[: sv.shape[0]].T * inv[None, :]) @ U.T  # (N, rows)
-    w_b = pinv[:, :p] * d_r[None, :p]
-    if is_concrete(Ms):
-        r = int(np.sum(np.asarray(keep)))
-        k = N - r
-        if k <= r:
-            basis, mode = Vh[r:].T, "null"
-        else:
-            basis, mode = Vh[:r].T, "range"
+        w_b, Vh, keep = jnp.zeros((N, 0), dtype), jnp.eye(N, dtype=dtype), jnp.zeros((0,), bool)
     else:
-        mask = jnp.concatenate([~keep, jnp.ones((N - sv.shape[0],), bool)])
-        basis, mode = (Vh.T * mask[None, :].astype(dtype)) @ Vh, "dense"
-    return Factors(d_c, basis, w_b, A, C, *kkt, n, p, m, mode)
-
-
-def _kkt_factors(A: jax.Array, C: jax.Array):
-    r"""``(Z, (A^+)^T, diag(g) [Z; CZ], g, G)`` in the original variables (see :class:`Factors`).
-
-    One SVD of ``A`` (``(p, n)``): :math:`Z` spans :math:`\ker A` (singular values
-    above :math:`\sigma_{\max}\max(p, n)\varepsilon` count as rank) and
-    :math:`A^{+}` is the pseudo-inverse. When ``A`` is traced the rank is unknown and
-    :math:`Z` is the dense projector :math:`P_A` (``(n, n)``, :math:`P_A P_A^\top = P_A`).
-    """
-    dtype = jnp.result_type(A, C)
-    p, n = A.shape
-    if p == 0:
-        Z = jnp.eye(n, dtype=dtype)
-        apinv_t = jnp.zeros((0, n), dtype)
-    else:
-        U, sv, Vh = jnp.linalg.svd(A, full_matrices=True)
-        keep = sv > sv[0] * max(p, n) * jnp.finfo(dtype).eps
+        Ms = d_r[:, None] * M * d_c[None, :]
+        U, sv, Vh = jnp.linalg.svd(Ms, full_matrices=True)
+        keep = sv > sv[0] * max(rows, N) * jnp.finfo(dtype).eps
         inv = jnp.where(keep, 1.0 / jnp.where(keep, sv, 1.0), 0.0)
-        k = sv.shape[0]
-        apinv_t = (U[:, :k] * inv[None, :]) @ Vh[:k]  # (A^+)^T = U S^+ V^T, (p, n)
-        if is_concrete(A):
-            Z = Vh[int(np.sum(np.asarray(keep))) :].T
-        else:
-            mask = jnp.concatenate([~keep, jnp.ones((n - sv.shape[0],), bool)])
-            Z = (Vh.T * mask[None, :].astype(dtype)) @ Vh
+        pinv = (Vh[: sv.shape[0]].T * inv[None, :]) @ U.T  # (N, rows)
+        w_b = pinv[:, :p] * d_r[None, :p]
+    if p == 0:
+        Va, keep_a, apinv_t = (
+            jnp.eye(n, dtype=dtype),
+            jnp.zeros((0,), bool),
+            jnp.zeros((0, n), dtype),
+        )
+    else:
+        Ua, sva, Va = jnp.linalg.svd(A, full_matrices=True)
+        keep_a = sva > sva[0] * max(p, n) * jnp.finfo(dtype).eps
+        inv = jnp.where(keep_a, 1.0 / jnp.where(keep_a, sva, 1.0), 0.0)
+        k = sva.shape[0]
+        apinv_t = (Ua[:, :k] * inv[None, :]) @ Va[:k]  # (A^+)^T = U S^+ V^T, (p, n)
+    return d_c, w_b, Vh, keep, Va, keep_a, apinv_t
+
+
+@jax.jit
+def _kkt_tail(Z: jax.Array, C: jax.Array):
+    r"""``(diag(g) [Z; CZ], g, G)`` from :math:`Z` (a basis of :math:`\ker A`, or the dense
+    projector :math:`P_A` when ``A`` is traced; :math:`P_A P_A^\top = P_A`), see
+    :class:`Factors`. :math:`Z` comes from one SVD of ``A`` in :func:`_factor_core`
+    (singular values above :math:`\sigma_{\max}\max(p, n)\varepsilon` count as rank).
+    """
+    dtype = Z.dtype
+    n = Z.shape[0]
     RZ = jnp.concatenate([Z, C @ Z], axis=0)
     norms = jnp.linalg.norm(RZ, axis=1)
     # A row whose restriction to ker A vanishes (numerically) is fixed by Ax = b: it
@@ -251,7 +280,7 @@ def _kkt_factors(A: jax.Array, C: jax.Array):
     g = jnp.where(norms > tiny, 1.0 / jnp.where(norms > tiny, norms, 1.0), 0.0)
     rz = RZ * g[:, None]
     gram = rz @ rz.T if rz.shape[0] <= _GRAM_MAX else jnp.zeros((0, 0), dtype)
-    return Z, apinv_t, rz, g, gram
+    return rz, g, gram
 
 
 _GRAM_MAX = 4096

@@ -10,6 +10,7 @@ every :math:`x` in the cube (DC3's ``generate_QP.py``; Pinet, arXiv 2508.10480, 
 
 from __future__ import annotations
 
+from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -41,7 +42,12 @@ class DC3QP(NamedTuple):
 
 def dc3_simple_qp(key, n: int = 100, n_eq: int = 50, n_ineq: int = 50, num: int = 1000, dtype=None):
     """Draw a DC3 simple-QP family (see the module docstring)."""
-    dtype = dtype or jnp.result_type(float)
+    dtype = jnp.dtype(dtype or jnp.result_type(float))
+    return _draw(key, int(n), int(n_eq), int(n_ineq), int(num), dtype)
+
+
+@partial(jax.jit, static_argnums=(1, 2, 3, 4, 5))
+def _draw(key, n, n_eq, n_ineq, num, dtype):
     kq, kp, ka, kx, kg = jax.random.split(key, 5)
     Q = jax.random.uniform(kq, (n,), dtype)
     p = jax.random.uniform(kp, (n,), dtype)

@@ -414,6 +414,46 @@ def _bwd(cfg, res, cts):
 _project_implicit.defvjp(_fwd, _bwd)
 
 
+@partial(jax.jit, static_argnums=(0, 1))
+def _compute(cfg: _Config, batch: tuple, leaves: dict, factors, hp: dict):
+    """The traced part of :func:`project`, compiled once per configuration and shapes
+    (so eager calls with the same shapes reuse it; inside a user's ``jit`` it is inlined)."""
+    size = int(np.prod(batch)) if batch else 1
+    if cfg.backward == "unroll":
+        flat, axes = {}, {}
+        for k, v in leaves.items():
+            if v.shape[:-1] == () or not batch:
+                flat[k], axes[k] = v, None
+            else:
+                flat[k] = jnp.broadcast_to(v, batch + v.shape[-1:]).reshape(size, v.shape[-1])
+                axes[k] = 0
+        x0 = flat.get("warm", flat["y"])
+        x0_axis = axes.get("warm", axes["y"])
+
+        def one(y_, b_, lo_, hi_, x0_):
+            return _run(cfg, y_, b_, lo_, hi_, x0_, factors, hp)
+
+        if batch:
+            in_axes = (axes["y"], axes["b"], axes["lo"], axes["hi"], x0_axis)
+            out = jax.vmap(one, in_axes=in_axes)(flat["y"], flat["b"], flat["lo"], flat["hi"], x0)
+        else:
+            out = one(flat["y"], flat["b"], flat["lo"], flat["hi"], x0)
+        x, s, status, k, err = out
+    else:
+        # One (size, .) array per leaf: the forward is written for a batch axis.
+        flat = {
+            k: jnp.broadcast_to(v, batch + v.shape[-1:]).reshape(size, v.shape[-1])
+            for k, v in leaves.items()
+        }
+        x0 = flat.get("warm", flat["y"])
+        out = _project_implicit(cfg, flat["y"], flat["b"], flat["lo"], flat["hi"], x0, factors, hp)
+        x, s, status, k, err = out.x, out.s, out.status, out.steps, out.error
+    unflat = lambda a: a.reshape(batch + a.shape[1:]) if batch else a[0]
+    if cfg.backward != "unroll" or batch:
+        x, s, status, k, err = map(unflat, (x, s, status, k, err))
+    return x, s, status, k, err
+
+
 def projection_args(y, polytope: Polytope) -> ProjectionArgs:
     """``ProjectionArgs`` of one projection (unbatched data) for :func:`pinet_projection`."""
     y = jnp.asarray(y)
@@ -593,39 +633,7 @@ def project(
             f"batch shapes of y and the polytope data do not broadcast: {shapes}"
         ) from None
 
-    size = int(np.prod(batch)) if batch else 1
-    if backward == "unroll":
-        flat, axes = {}, {}
-        for k, v in leaves.items():
-            if v.shape[:-1] == () or not batch:
-                flat[k], axes[k] = v, None
-            else:
-                flat[k] = jnp.broadcast_to(v, batch + v.shape[-1:]).reshape(size, v.shape[-1])
-                axes[k] = 0
-        x0 = flat.get("warm", flat["y"])
-        x0_axis = axes.get("warm", axes["y"])
-
-        def one(y_, b_, lo_, hi_, x0_):
-            return _run(cfg, y_, b_, lo_, hi_, x0_, factors, hp)
-
-        if batch:
-            in_axes = (axes["y"], axes["b"], axes["lo"], axes["hi"], x0_axis)
-            out = jax.vmap(one, in_axes=in_axes)(flat["y"], flat["b"], flat["lo"], flat["hi"], x0)
-        else:
-            out = one(flat["y"], flat["b"], flat["lo"], flat["hi"], x0)
-        x, s, status, k, err = out
-    else:
-        # One (size, .) array per leaf: the forward is written for a batch axis.
-        flat = {
-            k: jnp.broadcast_to(v, batch + v.shape[-1:]).reshape(size, v.shape[-1])
-            for k, v in leaves.items()
-        }
-        x0 = flat.get("warm", flat["y"])
-        out = _project_implicit(cfg, flat["y"], flat["b"], flat["lo"], flat["hi"], x0, factors, hp)
-        x, s, status, k, err = out.x, out.s, out.status, out.steps, out.error
-    unflat = lambda a: a.reshape(batch + a.shape[1:]) if batch else a[0]
-    if backward != "unroll" or batch:
-        x, s, status, k, err = map(unflat, (x, s, status, k, err))
+    x, s, status, k, err = _compute(cfg, batch, leaves, factors, hp)
     if return_info:
         return x, ProjectionInfo(status, k, err, jax.lax.stop_gradient(s))
     return x
