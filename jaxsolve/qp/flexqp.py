@@ -532,7 +532,9 @@ def _polish_once(d: Scaled, xs, ys, sat_up, sat_lo, act_up, act_lo, mv, delta, r
     return x, z, y, ya, Ax, act
 
 
-def _polish(d: Scaled, xs, zs, ys, level, delta, refine, passes, pending, res0):
+def _polish(
+    d: Scaled, xs, zs, ys, level, delta, refine, passes, pending, res0, *, fine=0, fine_refine=0
+):
     """Active-set polishing, OSQP-style, repeated as a primal-dual active-set method.
 
     Rows are classified from the ADMM iterate: violated rows (``z`` outside the
@@ -545,20 +547,47 @@ def _polish(d: Scaled, xs, zs, ys, level, delta, refine, passes, pending, res0):
     active-set step, Hintermueller, Ito & Kunisch 2002): a row that the ADMM iterate
     put on the wrong side of its bound is corrected. The candidate with the smallest
     error (and the input point, ``res0``) wins, so polishing never makes it worse.
+
+    ``fine`` further passes use ``delta / 100`` and ``fine_refine`` refinement steps.
+    On a degenerate active set (an LP-like QP whose active rows leave directions of
+    ``x`` or ``y`` undetermined) the refinement is a proximal-point iteration on a
+    singular KKT system, which moves by about ``1/delta`` per step along those
+    directions: with ``delta = 1e-6`` and a few steps it stops short (QBEACONF: dual
+    residual and objective stuck at the ADMM point's 3.5e-6), with ``delta = 1e-8`` it
+    lands on the vertex (KKT 1e-14). The small ``delta`` alone is less robust on
+    ill-conditioned systems, hence a second stage started from the first stage's
+    active set; the best candidate still wins.
     """
     mv = _mu_vec(d, level)
     sat_up, sat_lo = zs > d.u, zs < d.l
     act_up, act_lo = _classify(d, zs, ys, sat_up, sat_lo)
-    best = (xs, zs, ys, res0)
-    x, y = xs, ys
-    for _ in range(passes):
-        x, z, y, ya, Ax, act = _polish_once(
-            d, x, y, sat_up, sat_lo, act_up, act_lo, mv, delta, refine
-        )
-        r = _residuals(d, x, z, y, pending)
-        ok = jnp.isfinite(r.error) & (r.error < best[3].error)
-        best = jax.tree.map(lambda a, b, ok=ok: jnp.where(ok, a, b), (x, z, y, r), best)
-        act_up, act_lo = _classify(d, Ax, jnp.where(act, ya, y), sat_up, sat_lo)
+
+    def run(n_pass, dlt, ref, carry):
+        def body(_, carry):
+            x, y, act_up, act_lo, best = carry
+            x, z, y, ya, Ax, act = _polish_once(
+                d, x, y, sat_up, sat_lo, act_up, act_lo, mv, dlt, ref
+            )
+            r = _residuals(d, x, z, y, pending)
+            ok = jnp.isfinite(r.error) & (r.error < best[3].error)
+            best = jax.tree.map(lambda a, b: jnp.where(ok, a, b), (x, z, y, r), best)
+            act_up, act_lo = _classify(d, Ax, jnp.where(act, ya, y), sat_up, sat_lo)
+            return x, y, act_up, act_lo, best
+
+        return jax.lax.fori_loop(0, n_pass, body, carry)
+
+    carry = (xs, ys, act_up, act_lo, (xs, zs, ys, res0))
+    best = run(passes, delta, refine, carry)[4]
+    if fine > 0:
+        # Only when the first stage did not land on an exact point (error at rounding
+        # level): restart from the best point so far (the input or a candidate).
+        def run_fine(best):
+            bx, bz, by, _ = best
+            b_up, b_lo = _classify(d, bz, by, sat_up, sat_lo)
+            return run(fine, delta * 1e-2, fine_refine, (bx, by, b_up, b_lo, best))[4]
+
+        exact = best[3].error <= 1e3 * jnp.finfo(xs.dtype).eps
+        best = jax.lax.cond(exact, lambda b: b, run_fine, best)
     return best
 
 
@@ -571,6 +600,7 @@ def _finalize(
     polish,
     polish_refine,
     polish_passes,
+    polish_fine,
 ):
     dtype = state.xs.dtype
     hp = _hp(hp, dtype)
@@ -581,7 +611,18 @@ def _finalize(
     if polish:
         delta = jnp.maximum(hp["delta"], 1e3 * jnp.finfo(dtype).eps)
         xp, zp, yp, rp = _polish(
-            d, xs, zs, ys, state.mu_level, delta, polish_refine, polish_passes, pending_on, res
+            d,
+            xs,
+            zs,
+            ys,
+            state.mu_level,
+            delta,
+            polish_refine,
+            polish_passes,
+            pending_on,
+            res,
+            fine=polish_fine,
+            fine_refine=4 * polish_refine,
         )
         # Polish only a converged run (as OSQP): it sharpens an answer, it does not
         # turn a stopped run into a success.
@@ -625,6 +666,7 @@ def flexqp(
     polish: bool = True,
     polish_refine: int = 5,
     polish_passes: int = 3,
+    polish_fine: int = 6,
     adaptive_rho: bool = True,
     rho_every: int = 3,
     polish_every: int = 0,
@@ -670,7 +712,9 @@ def flexqp(
       So ``SUCCESS`` always means a feasible point (to ``tol``); an infeasible QP
       converges only at ``mu_max`` and then ``finalize`` declares ``INFEASIBLE``.
     * ``finalize`` polishes (active-set KKT solve with ``polish_refine`` refinement
-      steps, kept only if it lowers the error) and decides ``INFEASIBLE`` only when
+      steps, ``polish_passes`` primal-dual active-set passes, then ``polish_fine`` passes
+      with a 100x smaller regularization when those did not reach a rounding-level
+      error; kept only if it lowers the error) and decides ``INFEASIBLE`` only when
       the run converged.
     * ``UNBOUNDED``: OSQP's dual-infeasibility certificate on the step over a block, on
       three consecutive checks (the relaxed problem is then unbounded for every mu).
@@ -682,6 +726,10 @@ def flexqp(
             unboundedness certificate.
         check_every: ADMM iterations per ``step`` (static). scaling_iters: Ruiz passes.
         polish: polish in ``finalize``. polish_refine: refinement steps.
+            polish_passes: primal-dual active-set passes of the polish.
+            polish_fine: further passes in ``finalize`` with ``delta / 100`` and
+            ``4 * polish_refine`` refinement steps, run only when the first passes did
+            not reach a rounding-level KKT error (degenerate, LP-like active sets).
         adaptive_rho: use the OSQP rho rule.
         polish_every: also try polishing inside the loop at the first step and every
             ``polish_every`` steps (0: only in ``finalize``). Worth it for single,
@@ -712,6 +760,7 @@ def flexqp(
         ("scaling_iters", scaling_iters),
         ("polish_refine", polish_refine),
         ("polish_passes", polish_passes),
+        ("polish_fine", polish_fine),
         ("polish_every", polish_every),
         ("rho_every", rho_every),
     ):
@@ -744,6 +793,7 @@ def flexqp(
         polish=bool(polish),
         polish_refine=int(polish_refine),
         polish_passes=int(polish_passes),
+        polish_fine=int(polish_fine),
         adaptive_rho=bool(adaptive_rho),
         rho_every=int(rho_every),
         polish_every=int(polish_every),

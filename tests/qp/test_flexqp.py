@@ -97,6 +97,31 @@ def test_exactness_threshold_and_adaptive_mu():
     assert int(below.status) == Status.INFEASIBLE  # reported, never a false SUCCESS
 
 
+def test_polish_lands_on_vertex_of_nearly_parallel_active_rows():
+    """Regression (the QBEACONF failure mode, small): an LP-like QP whose optimal vertex is
+    cut by two nearly parallel rows (angle 1e-7), so the active-set KKT system is nearly
+    singular. The first polish stage (regularization 1e-6, 5 refinement steps) moves only
+    a fraction of the way along the ill-determined direction per step and reported
+    SUCCESS with KKT 8e-13 but x 3.3e-5 off the vertex; the fine stage (1e-8, 20 steps)
+    lands on it. Padded to the (8, 16) shape of the tests above (one compilation)."""
+    eps = 1e-7
+    n, m = 8, 16
+    A = np.zeros((m, n))
+    A[:4, :2] = [[1.0, 1.0], [1.0, 1.0 + eps], [1.0, 0.0], [0.0, 1.0]]
+    l, u = np.full(m, -INF), np.full(m, INF)
+    l[2:4] = -10.0
+    u[:4] = [1.0, 1.0 + eps / 2, 10.0, 10.0]
+    P = np.diag(np.r_[0.0, 0.0, np.ones(n - 2)])  # P = 0 on the LP part, padding at 0
+    q = np.zeros(n)
+    q[:2] = -(A[0, :2] + A[1, :2])  # y* = (1, 1) on the two rows, x* = (1/2, 1/2)
+    sol = solve_qp(QP(P, q, A, l, u), tol=1e-9, max_steps=3000)
+    assert int(sol.status) == Status.SUCCESS
+    x, y = np.asarray(sol.x), np.asarray(sol.state.y)
+    assert np.max(np.abs(x[:2] - 0.5)) <= 1e-8 and np.max(np.abs(x[2:])) <= 1e-12
+    np.testing.assert_allclose(y[:2], [1.0, 1.0], atol=1e-6)
+    assert np.max(np.abs(y[2:])) <= 1e-12
+
+
 # ---------------------------------------------------------------- infeasible QPs
 
 
