@@ -584,7 +584,9 @@ def _polish(
         def run_fine(best):
             bx, bz, by, _ = best
             b_up, b_lo = _classify(d, bz, by, sat_up, sat_lo)
-            return run(fine, delta * 1e-2, fine_refine, (bx, by, b_up, b_lo, best))[4]
+            # (not below 1e3 eps: in float32 the stage keeps delta, with more refinement)
+            dfine = jnp.maximum(delta * 1e-2, 1e3 * jnp.finfo(xs.dtype).eps)
+            return run(fine, dfine, fine_refine, (bx, by, b_up, b_lo, best))[4]
 
         exact = best[3].error <= 1e3 * jnp.finfo(xs.dtype).eps
         best = jax.lax.cond(exact, lambda b: b, run_fine, best)
