@@ -20,6 +20,7 @@ from jaxsolve.core import Solution, solve, solve_batch
 from jaxsolve.core.implicit import linear_solve
 from jaxsolve.core.validation import check_floating, is_concrete
 from jaxsolve.qp.flexqp import FlexQPState, WarmStart, _prox, flexqp
+from jaxsolve.qp.lockstep import solve_lockstep
 from jaxsolve.qp.problem import QP, validate_qp
 
 __all__ = ["solve_qp", "kkt_residual", "warm_start_from"]
@@ -76,13 +77,10 @@ def _solve_implicit(max_steps, history, solver, x0, qp, tol):
     return solve(solver, x0, qp, tol=tol, max_steps=max_steps, history=history)
 
 
-@_solve_implicit.defjvp
-def _solve_implicit_jvp(max_steps, history, primals, tangents):
-    solver, x0, qp, tol = primals
-    _, _, dqp, _ = tangents
-    sol = _solve_implicit(max_steps, history, solver, x0, qp, tol)
-    xy = jax.lax.stop_gradient((sol.state.x, sol.state.y))
-    mu = jax.lax.stop_gradient(sol.state.mu)
+def _kkt_tangent(x, y, mu, qp, dqp):
+    """``(dx, dy)`` from the linearized KKT map of the elastic QP at ``(x, y)``."""
+    xy = jax.lax.stop_gradient((x, y))
+    mu = jax.lax.stop_gradient(mu)
     _, rhs = jax.jvp(lambda p: kkt_residual(xy, p, mu), (qp,), (dqp,))
     rhs = jax.tree.map(jnp.negative, rhs)
 
@@ -97,10 +95,35 @@ def _solve_implicit_jvp(max_steps, history, primals, tangents):
             0
         ]
 
-    dx, dy = unravel(linear_solve(matvec, flat_rhs, method=_lstsq))
+    return unravel(linear_solve(matvec, flat_rhs, method=_lstsq))
+
+
+def _with_tangent(sol, dx, dy):
     tan = jax.tree.map(_zero_tangent, sol)
-    tan = tan._replace(x=dx, state=tan.state._replace(x=dx, y=dy))
-    return sol, tan
+    return tan._replace(x=dx, state=tan.state._replace(x=dx, y=dy))
+
+
+@_solve_implicit.defjvp
+def _solve_implicit_jvp(max_steps, history, primals, tangents):
+    solver, x0, qp, tol = primals
+    _, _, dqp, _ = tangents
+    sol = _solve_implicit(max_steps, history, solver, x0, qp, tol)
+    dx, dy = _kkt_tangent(sol.state.x, sol.state.y, sol.state.mu, qp, dqp)
+    return sol, _with_tangent(sol, dx, dy)
+
+
+@partial(jax.custom_jvp, nondiff_argnums=(0,))
+def _lockstep_implicit(opts, solver, tail_solver, x0, qp, tol):
+    return solve_lockstep(solver, tail_solver, x0, qp, tol, **dict(opts))
+
+
+@_lockstep_implicit.defjvp
+def _lockstep_implicit_jvp(opts, primals, tangents):
+    solver, tail_solver, x0, qp, tol = primals
+    dqp = tangents[3]
+    sol = _lockstep_implicit(opts, solver, tail_solver, x0, qp, tol)
+    dx, dy = jax.vmap(_kkt_tangent)(sol.state.x, sol.state.y, sol.state.mu, qp, dqp)
+    return sol, _with_tangent(sol, dx, dy)
 
 
 def _solve_one(solver, x0, qp, tol, max_steps, loop, implicit, history):
@@ -116,6 +139,24 @@ def _solve_map(solver, x0, qp, *, tol, max_steps, loop, implicit, history):
     """A batch one problem after another (``lax.map``) in one compiled call."""
     one = lambda xa: _solve_one(solver, *xa, tol, max_steps, loop, implicit, history)  # noqa: E731
     return jax.lax.map(one, (x0, qp))
+
+
+def _lockstep_chunk(qp: QP) -> int:
+    """Lanes per lockstep chunk: about 1 MB of per-lane matrices (P, A, the KKT factor
+    and its two parts), 4 to 32 lanes (measured on 1024 random QPs, bench/qp.py)."""
+    n, m = qp.q.shape[-1], qp.l.shape[-1]
+    per_lane = (4 * n * n + m * n) * jnp.dtype(qp.q.dtype).itemsize
+    g = 4
+    while g < 32 and 2 * g * per_lane <= 2**20:
+        g *= 2
+    return g
+
+
+def _auto_batch(qp: QP) -> str:
+    """``batch="auto"``: ``"lockstep"`` on a CPU backend, ``"vmap"`` elsewhere."""
+    if qp.q.ndim != 2:
+        return "vmap"
+    return "lockstep" if jax.default_backend() == "cpu" else "vmap"
 
 
 def solve_qp(
@@ -184,11 +225,15 @@ def solve_qp(
     validate_qp(qp)
     if loop not in ("while", "fixed"):
         raise ValueError(f"loop must be 'while' or 'fixed', got {loop!r}")
-    if batch not in ("auto", "vmap", "map"):
-        raise ValueError(f"batch must be 'auto', 'vmap' or 'map', got {batch!r}")
-    if batch == "auto":
-        batch = "map" if jax.default_backend() == "cpu" else "vmap"
+    if batch not in ("auto", "vmap", "map", "lockstep"):
+        raise ValueError(f"batch must be 'auto', 'vmap', 'map' or 'lockstep', got {batch!r}")
     batched = qp.q.ndim == 2
+    if batch == "auto":
+        batch = _auto_batch(qp)
+    # the lockstep path runs the 'while' loop without history; otherwise lax.map
+    if batch == "lockstep" and (loop != "while" or history):
+        batch = "map"
+    user_polish_every = "polish_every" in hyper
     # In-loop polishing pays off for single solves (warm starts end at the first
     # polish). In a batch the lax.cond becomes a select and the polish runs on every
     # step anyway, so it is attempted on every step with one pass: it ends the slow
@@ -222,7 +267,23 @@ def solve_qp(
     def one(x0, qp):
         return _solve_one(solver, x0, qp, tol, max_steps, loop, implicit, history)
 
-    if batched and batch == "map":
+    if batched and batch == "lockstep":
+        # In lockstep an in-loop polish is taken for the whole chunk as soon as one lane
+        # attempts it, so the lockstep rounds polish only in finalize; the last `tail`
+        # lanes (the slow ones, one at a time) keep the batch's in-loop polish.
+        lock = solver if user_polish_every else flexqp(**{**hyper, "polish_every": 0})
+        opts = (
+            ("max_steps", int(max_steps)),
+            ("chunk", _lockstep_chunk(qp)),
+            ("keep", 4),
+            ("tail", 8),
+        )
+        tol_a = jnp.asarray(tol, dtype)
+        if implicit:
+            sol = _lockstep_implicit(opts, lock, solver, x0, qp, tol_a)
+        else:
+            sol = solve_lockstep(lock, solver, x0, qp, tol_a, **dict(opts))
+    elif batched and batch == "map":
         # tol is static here (the implicit rule keeps it out of differentiation)
         sol = _solve_map(
             solver,
