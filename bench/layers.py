@@ -378,17 +378,28 @@ def float32_table(path, sizes):
     lines = [
         "# layers: float32 projections on DC3 feasible sets",
         "",
-        "y ~ N(0, I), one right-hand side per example, float32 data and computation, default",
-        "tol (1e-6); violation max(|Ax - b|, (Gx - h)_+) and the distance to the float64",
-        "projection (tol 1e-11) are computed in float64 on the float32 output.",
+        "y ~ N(0, I), one right-hand side per example; the float64 problem (factorization",
+        "included) is cast to float32 and projected in float32 at the default tol (1e-6).",
+        "The violation max(|Ax - b|, (Gx - h)_+) is computed in float64 from the float32",
+        "output against the float32 data cast to float64 (products of two float32 numbers",
+        "are exact in float64, so the measure has no rounding of its own); 'vs float64 data'",
+        "measures against the original float64 data instead. 'exact, rounded': the float64",
+        "projection (tol 1e-11) rounded to float32, the floor any float32 output has.",
         "",
         "| size n/eq/ineq | batch | status | steps max / mean | max violation | mean violation |"
-        " max abs x32 - x64 |",
-        "|---|---|---|---|---|---|---|",
+        " max violation vs float64 data | exact, rounded: max violation | max abs x32 - x64 |"
+        " fwd s (float32) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
+    from jaxsolve.core import status_counts
+
+    def viol(x, A, G, h, X):
+        return np.maximum(np.abs(x @ A.T - X).max(1), np.maximum(x @ G.T - h, 0).max(1))
+
     for n, n_eq, n_ineq, batch in sizes:
         prob = dc3_simple_qp(jax.random.key(0), n, n_eq, n_ineq, num=batch)
-        A, G, h, X = (np.asarray(v) for v in (prob.A, prob.G, prob.h, prob.X))
+        data64 = [np.asarray(v) for v in (prob.A, prob.G, prob.h, prob.X)]
+        data32 = [np.asarray(v, np.float32).astype(np.float64) for v in data64]
         Y = jax.random.normal(jax.random.key(1), (batch, n))
         poly = prob.polytope().factorize()
         x64 = np.asarray(
@@ -399,20 +410,33 @@ def float32_table(path, sizes):
         poly32 = jax.tree.map(
             lambda a: a.astype(jnp.float32) if eqx.is_inexact_array(a) else a, poly
         )
-        x32, info = jax.jit(
-            lambda y, x, P: project(y, P.update(b=x), steps=5000, return_info=True)
-        )(Y.astype(jnp.float32), prob.X.astype(jnp.float32), poly32)
+        fn = jax.jit(lambda y, x, P: project(y, P.update(b=x), steps=5000, return_info=True))
+        args32 = (Y.astype(jnp.float32), prob.X.astype(jnp.float32), poly32)
+        jax.block_until_ready(fn(*args32))
+        t0 = time.perf_counter()
+        x32, info = jax.block_until_ready(fn(*args32))
+        t_fwd = time.perf_counter() - t0
         x = np.asarray(x32, np.float64)
-        viol = np.maximum(np.abs(x @ A.T - X).max(1), np.maximum(x @ G.T - h, 0).max(1))
-        from jaxsolve.core import status_counts
-
+        v32, v64 = viol(x, *data32), viol(x, *data64)
+        rounded = viol(x64.astype(np.float32).astype(np.float64), *data32)
         counts = status_counts(info.status)
         lines.append(
             f"| {n}/{n_eq}/{n_ineq} | {batch} | {counts} | {int(np.max(info.num_steps))} / "
-            f"{float(np.mean(info.num_steps)):.1f} | {viol.max():.1e} | {viol.mean():.1e} | "
-            f"{np.abs(x - x64).max():.1e} |"
+            f"{float(np.mean(info.num_steps)):.1f} | {v32.max():.1e} | {v32.mean():.1e} | "
+            f"{v64.max():.1e} | {rounded.max():.1e} | {np.abs(x - x64).max():.1e} | "
+            f"{t_fwd:.3f} |"
         )
         print(lines[-1], flush=True)
+    lines += [
+        "",
+        "Before the final correction computed its residuals with the error-free split of",
+        "`jaxsolve.layers.active.accurate_residual` (2026-11-30), a plain float32 matmul",
+        "(XLA:CPU accumulation error up to 1e-4 on 1000-term rows) left 5.8e-6 / 5.8e-5",
+        "(100/50/50 / 1000/500/500, measured against the float64 data); with it but",
+        "without adding the rows violated at the corrected point to its active set, one",
+        "lane in 1024 (stopped on the Douglas-Rachford test, a nearly active row missing",
+        "from its active set) kept 2.5e-5 on 1000/500/500.",
+    ]
     text = "\n".join(lines) + "\n"
     path.write_text(text)
     print(text)
@@ -433,7 +457,7 @@ def main(argv=None):
     )
     ns = ap.parse_args(argv)
     if ns.float32:
-        sizes = [(100, 50, 50, 1024), (1000, 500, 500, 256)]
+        sizes = [(100, 50, 50, 1024), (1000, 500, 500, 1024)]
         float32_table(ROOT / "results" / "layers_float32.md", sizes)
         return 0
     peer = None if ns.no_peer else _peer_python()

@@ -63,6 +63,7 @@ __all__ = [
     "cg_budget",
     "gram_for",
     "accurate_residual",
+    "accurate_product",
 ]
 
 
@@ -238,13 +239,26 @@ def accurate_residual(x, M, rhs):
     integer multiple of one power of two below :math:`2^{24}` of it: these three
     products are *exact* whatever the summation order of the matmul, and the remaining
     terms :math:`x_1 M_{22}^\top + x_{22} M_1^\top + (x - x_1)(M - M_1)^\top` are
-    :math:`2^{-2\beta}` times smaller, so their rounding is too; these parts and
-    :math:`-\text{rhs}` are added by Neumaier's compensated summation. Six matmuls in all,
+    :math:`2^{-2\beta}` times smaller, so their rounding is too; these parts are added
+    by Neumaier's compensated summation (:func:`accurate_product`), and ``rhs`` is
+    subtracted from the rounded sum before its correction is added. Six matmuls in all,
     instead of one whose float32 error, on DC3 1000/500/500, reaches 1e-4 (XLA:CPU's
     accumulation), 20 times the distance of the exact projection's float32 rounding to
     the constraints; the result's error is about :math:`\varepsilon |x M^\top - \text{rhs}|`
     plus :math:`2^{-2\beta}` of that. In float64, or when :math:`\beta < 3`, it is the
     plain product.
+    """
+    s, c = accurate_product(x, M)
+    return (s - rhs) + c
+
+
+def accurate_product(x, M):
+    r""":math:`x M^\top` as an unevaluated sum ``s + c`` (:func:`accurate_residual`'s method).
+
+    ``s`` is the product rounded to the working precision, ``c`` the correction
+    (Neumaier's compensation): a residual against any ``rhs`` near ``s`` is then
+    ``(s - rhs) + c``, with no cancellation error (``s - rhs`` is exact when ``rhs`` is
+    within a factor 2 of ``s``). In float64, or when :math:`\beta < 3`, ``c = 0``.
     """
     dtype = x.dtype
     n = x.shape[-1]
@@ -252,23 +266,25 @@ def accurate_residual(x, M, rhs):
     hp = jax.lax.Precision.HIGHEST  # no reduced-precision (TF32/bf16) passes on accelerators
     mm = lambda a, c: jnp.matmul(a, c.T, precision=hp)
     if dtype == jnp.float64 or bits < 3:
-        return mm(x, M) - rhs
+        p = mm(x, M)
+        return p, jnp.zeros_like(p)
     x1, x2 = _slice(x, bits)
     x21, x22 = _slice(x2, bits)
     m1, m2 = _slice(M, bits)
     m21, m22 = _slice(m2, bits)
     low = mm(x1, m22) + mm(x22, m1) + mm(x2, m2)
-    return _sum2([mm(x1, m1), -rhs, mm(x1, m21), mm(x21, m1), low])
+    return _sum2([mm(x1, m1), mm(x1, m21), mm(x21, m1), low])
 
 
 def _sum2(terms):
-    """Neumaier's compensated sum of a few arrays (TwoSum on each addition)."""
+    """Neumaier's compensated sum of a few arrays (TwoSum on each addition): ``(s, c)``,
+    the rounded sum and its correction."""
     s, c = terms[0], jnp.zeros_like(terms[0])
     for t in terms[1:]:
         s_new = s + t
         c = c + jnp.where(jnp.abs(s) >= jnp.abs(t), (s - s_new) + t, (t - s_new) + s)
         s = s_new
-    return s + c
+    return s, c
 
 
 def refine(factors: Factors, bounds: bool, x, b, lo, hi, act, tol, maxiter):
@@ -281,25 +297,34 @@ def refine(factors: Factors, bounds: bool, x, b, lo, hi, act, tol, maxiter):
     of the long products of the polish (about :math:`\varepsilon_{32}\sqrt{n}` per
     coordinate of ``x``, hence up to 5e-5 of violation on DC3 1000/500/500).
 
-    The residuals :math:`Ax - b` and :math:`Cx_1 - h` are computed by
-    :func:`accurate_residual` below float64: a plain float32 matmul gets them wrong by
-    as much as they are (its accumulation error on a 1000-term row reaches 1e-4), so
-    the correction could not see them. The corrections themselves are tiny and need
-    only working precision; the violation that remains is the rounding of
-    :math:`x_2` to the working precision (about that of the exact projection rounded).
-    Batched like :func:`polish`.
+    :math:`\mu` is ``act`` plus the rows that :math:`x_1` violates (at the bound they
+    violate): a lane that stopped on the Douglas-Rachford residual test rather than
+    the polish may have left a nearly active row out of ``act`` (on DC3 1000/500/500,
+    one lane in 1024 violated such a row by 2.5e-5 in float32).
+
+    The residuals :math:`Ax - b` and :math:`Rx_1 - h` are computed by
+    :func:`accurate_residual` / :func:`accurate_product` below float64: a plain float32
+    matmul gets them wrong by as much as they are (its accumulation error on a
+    1000-term row reaches 1e-4), so the correction could not see them. The corrections
+    themselves are tiny and need only working precision; the violation that remains is
+    the rounding of :math:`x_2` to the working precision (about that of the exact
+    projection rounded). Batched like :func:`polish`.
     """
     dtype = x.dtype
-    n = factors.n
     Z, C, rz, g, act, mu = _active(factors, bounds, dtype, act)
     lo, hi = _in_use(factors, bounds, lo), _in_use(factors, bounds, hi)
     if factors.p:
         A = factors.A.astype(dtype)
         x = x - accurate_residual(x, A, b) @ factors.apinv_t.astype(dtype)
-    h = jnp.where(mu > 0, jnp.where(act > 0, hi, lo), 0)
-    cres = accurate_residual(x, C, h[..., n:] if bounds else h)
-    res = jnp.concatenate([x - h[..., :n], cres], axis=-1) if bounds else cres
-    rho = mu * res * g
+    s, c = accurate_product(x, C)
+    if bounds:
+        s, c = jnp.concatenate([x, s], -1), jnp.concatenate([jnp.zeros_like(x), c], -1)
+    above, below = (s - hi) + c, (s - lo) + c  # R x - hi, R x - lo
+    # rows violated at x join the active set, at the bound they violate
+    violated = jnp.where(above > 0, 1, jnp.where(below < 0, -1, 0)).astype(act.dtype)
+    act = jnp.where(mu > 0, act, violated)
+    mu = ((act != 0) & (g > 0)).astype(dtype)
+    rho = jnp.where(mu > 0, jnp.where(act > 0, above, below), 0) * g
     scale = jnp.maximum(1, jnp.max(jnp.abs(x), -1))
     inv_g = jnp.where(g > 0, 1 / jnp.where(g > 0, g, 1), 0)
     gram = gram_for(factors, bounds, dtype)

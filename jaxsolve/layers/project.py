@@ -539,8 +539,10 @@ def project(
             which linearize the map at its fixed point (a polished lane stops before it).
         refine: end with one feasibility correction onto the affine set of the active
             rows (:func:`jaxsolve.layers.active.refine`; static). Default: on below
-            float64 when polishing (float32 round-off of the polish products otherwise
-            leaves violations of a few 1e-5 on DC3 1000/500/500), off in float64.
+            float64 when polishing, off in float64. Its residuals are computed with an
+            error-free split (:func:`jaxsolve.layers.active.accurate_residual`): on DC3
+            1000/500/500 in float32 the violation drops from 5.8e-5 to 3.4e-6, that of
+            the exact projection rounded to float32 (3.5e-6).
         return_info: also return a :class:`ProjectionInfo`.
 
     Returns:
