@@ -343,8 +343,12 @@ def _forward(cfg: _Config, y, b, lo, hi, s0, factors, hp) -> _Out:
     x = carry.x_out
     if cfg.refine:
         x_ref = refine(f, cfg.bounds, x, b, lo, hi, carry.act_out, tol, cg_budget(rows))
-        ok = (carry.st_out == Status.SUCCESS)[:, None] & jnp.isfinite(x_ref)
-        x = jnp.where(ok, x_ref, x)
+        # a correction removes round-off: one that moves x by more than sqrt(eps) |x| (a
+        # singular active-set system, say) is not one, and the lane keeps its x
+        move = jnp.max(jnp.abs(x_ref - x), axis=-1)
+        bound = float(np.sqrt(np.finfo(dtype).eps)) * jnp.maximum(1, jnp.max(jnp.abs(x), -1))
+        ok = (carry.st_out == Status.SUCCESS) & (move <= bound)
+        x = jnp.where(ok[:, None], x_ref, x)
     return _Out(x, carry.s_out, carry.st_out, carry.k_out, carry.e_out, carry.act_out)
 
 
