@@ -17,7 +17,9 @@ minimized through its optimality condition ``(Hess f + lam I) p = -g`` with
 ``lam = sigma ||p||`` and ``Hess f + lam I`` positive definite on the tangent space
 (Nesterov and Polyak 2006). The root of the secular equation ``lam = sigma ||p(lam)||``
 is bracketed and found by bisection (paper 12: monotone in ``lam``, Lemma 2), with
-safeguarded Newton steps on ``1/||p|| - sigma/lam`` to take fewer solves.
+safeguarded Newton steps on ``phi(lam) = 1/||p|| - sigma/lam`` (increasing and concave,
+so Newton's iterates approach the root monotonically from the left after at most one
+step: 2-7 factorizations per step, measured).
 
 Linear-time structure. In tangent coordinates ``(Xi, omega)`` (``Xi`` an ``n x (r-1)``
 centred matrix orthogonal to ``V``; ``Q-dot = Omega Q`` with ``Omega = sum_k omega_k E_k``
@@ -29,12 +31,29 @@ in an orthonormal basis of skew(r)), the Riemannian Hessian is
 * plus a border of ``r(r-1)/2`` columns coupling ``Xi`` and ``omega`` (and the small
   ``omega`` block with the orthogonal group's Weingarten term), obtained by
   ``r(r-1)/2`` Hessian-vector products;
-* and ``r`` linear constraints (``1^T Xi = 0``, ``<V, Xi> = 0``).
+* and linear constraints: ``1^T Xi = 0``, ``<V, Xi> = 0`` (the tangent space) and the
+  ``(r-1)(r-2)/2`` horizontality conditions below.
+
+Quotient (horizontal) steps. ``phi([1, V R] diag(1, R^T) Q) = phi(V, Q)`` for ``R`` in
+``O_{r-1}``, so the cost is constant along the vertical directions
+``(V A, -diag(0, A) Q)``, ``A`` skew. Along them the Hessian's quadratic form equals
+``-<grad f, gamma''>``: zero at critical points but of either sign elsewhere, so a
+Newton model on the full tangent space sees spurious negative curvature and ARC pays
+with a large ``lam`` (gradient-like steps). The subproblem is therefore solved on the
+horizontal space (the tangent space of the quotient manifold; the lifted Hessian of a
+Riemannian submersion is the horizontal projection of the Hessian): the vertical
+directions enter the KKT system as ``m_v`` more constraints.
 
 For each trial ``lam`` the KKT system is reduced by block elimination (Woodbury) to a
-dense system of size ``(d+1)(r-1) + r(r-1)/2 + 1``; positive definiteness on the
-tangent space is decided exactly from the inertia (Haynsworth: ``B + lam I`` positive
-definite and the Schur complement's reduced block positive definite, by Cholesky).
+dense system of size ``(d+1)(r-1) + r(r-1)/2 + 1 + m_v + k``. Its data block
+``sum_i xbar_i xbar_i^T (x) (B_i + lam)^{-1}`` is one GEMM over the symmetric index
+pairs (``xbar_i xbar_i^T`` precomputed once per step): ``O(n d^2 r^2 / 4)`` flops per
+``lam`` at BLAS speed. Positive definiteness on the horizontal space is decided exactly
+from the inertia (Haynsworth's additivity, Cholesky of the reduced blocks). ``B + lam I``
+itself may be indefinite (one negative eigenvalue at the mixtures' solutions, where the
+horizontal Hessian's smallest eigenvalue is 0.38): up to ``k`` (at most ``p + 1 + m_v``,
+capped at 8) of its smallest eigenvalues are moved into the low-rank part (see
+:func:`_shifted`), so ``lam`` can go to 0 and the end game is Newton's (quadratic).
 A step costs ``O(n (r^3 + d^2 r^2))``: linear in the number of points.
 
 The iterate stays strictly feasible: a trial point with some ``U_ij <= 0`` has cost
@@ -47,6 +66,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxsolve.cluster._problem import kmeans_manifold, lift, skew_basis
 from jaxsolve.core import Status, make_solver
@@ -125,14 +145,16 @@ def _init(x0, args, *, hp, max_inner):  # noqa: ARG001
 
 
 class _Structure(NamedTuple):
-    evals: jax.Array  # (n, p) eigenvalues of the diagonal blocks B_i
+    evals: jax.Array  # (n, p) eigenvalues of the diagonal blocks B_i = D_i - c_v I
     evecs: jax.Array  # (n, p, p)
     xbar: jax.Array  # (n, d+1) = [X, 1]
-    rgen: jax.Array  # (m_w + 1, n, p): border rows C_k and V
+    xpairs: jax.Array  # (n, (d+1)(d+2)/2): xbar_ia xbar_ib for a <= b (lam-independent)
+    rgen: jax.Array  # (m_w + 1 + m_v, n, p): border rows C_k, V and vertical rows V A_k
     h_om: jax.Array  # (m_w, m_w)
+    vcoup: jax.Array  # (m_w, m_v): omega part of the vertical directions (m_v may be 0)
 
 
-def _structure(x, g, data, mu, basis):
+def _structure(x, g, data, mu, basis, horizontal=True):
     v, q = x
     gv, gq = g
     n, p = v.shape
@@ -155,14 +177,73 @@ def _structure(x, g, data, mu, basis):
     sym_s = 0.5 * (q.T @ gq + gq.T @ q)
     h_om = jnp.einsum("lab,kab->kl", dirs, hq) - jnp.einsum("lab,kac,cb->kl", dirs, dirs, sym_s)
     h_om = 0.5 * (h_om + h_om.T)
-    rgen = jnp.concatenate([hv, v[None]], axis=0)
+    if horizontal:
+        xis, cs = _vertical(v, basis)
+    else:
+        xis, cs = jnp.zeros((0, n, p), dt), jnp.zeros((0, basis.shape[0]), dt)
+    rgen = jnp.concatenate([hv, v[None], xis], axis=0)
     xbar = jnp.concatenate([data, jnp.ones((n, 1), dt)], axis=1)
-    return _Structure(evals, evecs, xbar, rgen, h_om)
+    ia, ib = np.triu_indices(xbar.shape[1])
+    xpairs = xbar[:, ia] * xbar[:, ib]
+    return _Structure(evals, evecs, xbar, xpairs, rgen, h_om, cs.T)
 
 
-def _binv(st, lam, r):
-    """``r B~^{-1}`` row by row for ``r`` of shape (..., n, p)."""
-    inv = 1.0 / (st.evals + lam)
+def _sym_pairs(m: int):
+    """Static maps between an ``m x m`` symmetric matrix and its upper-triangle pairs."""
+    ia, ib = np.triu_indices(m)
+    pos = np.zeros((m, m), np.int64)
+    pos[ia, ib] = np.arange(ia.size)
+    pos[ib, ia] = np.arange(ia.size)
+    return ia, ib, pos
+
+
+def _shifted(st, lam):
+    """Eigenvalues of ``B + lam I`` made positive, and the rank-``k`` correction.
+
+    ``B + lam I`` may be indefinite while the Hessian plus ``lam`` is positive definite
+    on the horizontal space: the constraints (``1^T Xi = 0`` among them) and the border
+    lift it (at the mixtures' solutions ``B`` has one negative eigenvalue while the
+    smallest horizontal eigenvalue of the Hessian is 0.38). By Haynsworth's inertia
+    additivity the KKT matrix has the required inertia only if ``B + lam I`` has at most
+    as many negative eigenvalues as there are constraints (``p + 1 + m_v``). So the
+    ``k`` smallest eigenvalues ``e_j`` (eigenvector ``w_j``, supported on one row) are
+    replaced by ``b_j = max(e_j, 0) + c0 > 0`` (``c0`` = mean ``|e + lam|``, a scale) and
+    the difference ``(e_j - b_j) w_j w_j^T`` joins the low-rank part as ``k`` extra
+    columns with diagonal entry ``1 / (b_j - e_j) > 0`` (positive: the inertia count of
+    the reduced system is unchanged). The Cholesky-based test in :func:`_factor` is then
+    exact whenever ``B~`` is positive definite; ``B + lam`` with more than ``k``
+    negative eigenvalues is rejected (exact for ``k = p + 1 + m_v``, conservative for
+    the cap ``k = 8``).
+    """
+    n, p = st.evals.shape
+    dt = st.evals.dtype
+    flat = (st.evals + lam).reshape(-1)
+    kmax = _n_corrections(st)
+    neg, idx = jax.lax.top_k(-flat, kmax)
+    sel = -neg
+    c0 = jnp.mean(jnp.abs(flat)) + jnp.finfo(dt).tiny
+    b_sel = jnp.maximum(sel, 0.0) + c0
+    e_t = flat.at[idx].set(b_sel).reshape(n, p)
+    rows, cols = idx // p, idx % p
+    wvec = st.evecs[rows, :, cols]  # (kmax, p): eigenvector c of block i
+    wrows = jnp.zeros((kmax, n, p), dt).at[jnp.arange(kmax), rows].set(wvec)
+    return e_t, wrows, 1.0 / (b_sel - sel)
+
+
+def _n_corrections(st) -> int:
+    """Static number of eigenvalues of ``B + lam`` moved to the low-rank part.
+
+    The inertia argument allows up to ``p + 1 + m_v`` (the number of constraints);
+    more columns cost ``O(n p)`` each in every factorization, so at most 8 are kept:
+    ``B + lam`` with more negative eigenvalues than that is rejected (``lam`` grows),
+    a conservative answer that never accepts an indefinite model.
+    """
+    n, p = st.evals.shape
+    return min(p + 1 + st.vcoup.shape[1], 8, n * p)
+
+
+def _binv(st, inv, r):
+    """``r B~^{-1}`` row by row for ``r`` of shape (..., n, p); ``inv`` = 1 / eigenvalues."""
     t = jnp.einsum("...ia,iab->...ib", r, st.evecs)
     return jnp.einsum("...ib,iab->...ia", t * inv, st.evecs)
 
@@ -173,22 +254,34 @@ def _factor(st, lam):
     dt = st.evals.dtype
     d1 = st.xbar.shape[1]
     nd = d1 - 1  # data dimension d (xbar = [X, 1])
-    m_w = st.h_om.shape[0]
-    inv = 1.0 / (st.evals + lam)
+    m_w, m_v = st.vcoup.shape
+    e_t, wrows, e_diag = _shifted(st, lam)
+    inv = 1.0 / e_t
     binv_blocks = jnp.einsum("iab,ib,icb->iac", st.evecs, inv, st.evecs)  # (n, p, p)
-    # kron block: sum_i xbar_i xbar_i^T (x) B~_i^{-1}, index (a, c), (b, c').
-    kk = jnp.einsum("ia,ib,icd->acbd", st.xbar, st.xbar, binv_blocks).reshape(d1 * p, d1 * p)
-    rb = _binv(st, lam, st.rgen)  # (m_g, n, p)
+    # kron block: sum_i xbar_i xbar_i^T (x) B~_i^{-1}, index (a, c), (b, c'); one GEMM on
+    # the symmetric pairs (a <= b) x (c <= c'), then scattered (O(n d^2 p^2 / 4)).
+    _, _, pos_x = _sym_pairs(d1)
+    pa, pb, pos_p = _sym_pairs(p)
+    ksym = st.xpairs.T @ binv_blocks[:, pa, pb]
+    kk = ksym[pos_x[:, None, :, None], pos_p[None, :, None, :]].reshape(d1 * p, d1 * p)
+    rgen = jnp.concatenate([st.rgen, wrows], axis=0)
+    rb = _binv(st, inv, rgen)  # (m_g, n, p)
     kg = jnp.einsum("ia,jic->jac", st.xbar, rb).reshape(-1, d1 * p)  # (m_g, d1 p)
-    gg = jnp.einsum("jic,lic->jl", st.rgen, rb)
-    m_g = st.rgen.shape[0]
+    gg = jnp.einsum("jic,lic->jl", rgen, rb)
+    m_g = rgen.shape[0]
+    m_g0 = st.rgen.shape[0]
     fk = jnp.concatenate([jnp.full((nd * p,), 0.5, dt), jnp.zeros((p,), dt)])
     fg = jnp.zeros((m_g, m_g), dt).at[:m_w, :m_w].set(st.h_om + lam * jnp.eye(m_w, dtype=dt))
+    fg = fg.at[m_g0:, m_g0:].set(jnp.diag(e_diag))
+    fg = fg.at[:m_w, m_w + 1 : m_g0].set(st.vcoup).at[m_w + 1 : m_g0, :m_w].set(st.vcoup.T)
     s = jnp.block([[jnp.diag(fk) - kk, -kg.T], [-kg, fg - gg]])
-    # a = data z (first d p) and omega; c = nu (p) and eta (1).
+    # a = data z (first d p), omega and the correction columns; c = the multipliers
+    # nu (p, 1^T Xi = 0), eta (<V, Xi> = 0) and the vertical ones (m_v).
     m = s.shape[0]
-    idx_a = jnp.concatenate([jnp.arange(nd * p), d1 * p + jnp.arange(m_w)])
-    idx_c = jnp.concatenate([nd * p + jnp.arange(p), jnp.array([m - 1])])
+    idx_a = np.concatenate(
+        [np.arange(nd * p), d1 * p + np.arange(m_w), d1 * p + m_g0 + np.arange(m_g - m_g0)]
+    )
+    idx_c = np.concatenate([nd * p + np.arange(p), d1 * p + m_w + np.arange(1 + m_v)])
     s_aa = s[idx_a][:, idx_a]
     s_ac = s[idx_a][:, idx_c]
     s_cc = s[idx_c][:, idx_c]
@@ -196,13 +289,13 @@ def _factor(st, lam):
     t = jax.scipy.linalg.cho_solve((l_c, True), s_ac.T)  # (-S_cc)^{-1} S_ca
     schur = s_aa + s_ac @ t
     l_a = jnp.linalg.cholesky(0.5 * (schur + schur.T))
-    ok = jnp.all(st.evals + lam > 0) & jnp.all(jnp.isfinite(l_c)) & jnp.all(jnp.isfinite(l_a))
+    ok = jnp.all(e_t > 0) & jnp.all(jnp.isfinite(l_c)) & jnp.all(jnp.isfinite(l_a))
 
     def solve(gx, h_om):
         """Solve (Hess + lam) p = -g on the tangent space; gx: (n, p) ambient, h_om: (m_w,)."""
-        gb = _binv(st, lam, gx)
+        gb = _binv(st, inv, gx)
         bk = jnp.einsum("ia,ic->ac", st.xbar, gb).reshape(-1)
-        bg = jnp.einsum("jic,ic->j", st.rgen, gb)
+        bg = jnp.einsum("jic,ic->j", rgen, gb)
         rhs_h = jnp.zeros((m,), dt).at[d1 * p : d1 * p + m_w].set(h_om)
         b = -rhs_h + jnp.concatenate([bk, bg])
         b_a, b_c = b[idx_a], b[idx_c]
@@ -213,12 +306,23 @@ def _factor(st, lam):
         y = jnp.zeros((m,), dt).at[idx_a].set(y_a).at[idx_c].set(y_c)
         yk = y[: d1 * p].reshape(d1, p)
         yg = y[d1 * p :]
-        ly = st.xbar @ yk + jnp.einsum("j,jic->ic", yg, st.rgen)
-        xi = -_binv(st, lam, gx + ly)
+        ly = st.xbar @ yk + jnp.einsum("j,jic->ic", yg, rgen)
+        xi = -_binv(st, inv, gx + ly)
         om = y[d1 * p : d1 * p + m_w]
         return xi, om
 
     return ok, solve
+
+
+def _vertical(v, basis):
+    """The vertical directions ``(V A_k, -diag(0, A_k) Q)`` in tangent coordinates."""
+    r = basis.shape[1]
+    dt = v.dtype
+    small = skew_basis(r - 1, dt)
+    big = jnp.zeros((small.shape[0], r, r), dt).at[:, 1:, 1:].set(-small)
+    xis = jnp.einsum("ia,kab->kib", v, small)  # V A_k
+    cs = jnp.einsum("kab,lab->kl", big, basis)  # omega coordinates of -diag(0, A_k)
+    return xis, cs
 
 
 def _horizontal(v, xi, om, basis):
@@ -269,9 +373,16 @@ class _Search(NamedTuple):
 
 def _cubic_subproblem(st, gv, g_om, gnorm, sigma, max_inner, rtol):
     dt = gv.dtype
-    lam_b = jnp.maximum(-jnp.min(st.evals), 0.0)
+    # B + lam may keep up to k negative eigenvalues (see _shifted): the bound is the
+    # (k + 1)-th smallest one. The search starts there (the Newton step when the Hessian
+    # is positive definite), left of the root: from the left both secular functions
+    # below are concave and increasing, so Newton's iterates increase monotonically to
+    # the root (no bracketing from the right needed).
+    flat = st.evals.reshape(-1)
+    kb = min(_n_corrections(st) + 1, flat.shape[0])
+    lam_b = jnp.maximum(jax.lax.top_k(-flat, kb)[0][-1], 0.0)
     lo0 = lam_b * (1 + 1e-12) + jnp.finfo(dt).tiny
-    lam0 = lo0 + jnp.sqrt(sigma * gnorm)
+    lam0 = lo0
     inf = jnp.asarray(jnp.inf, dt)
 
     def cond(c):
@@ -286,13 +397,21 @@ def _cubic_subproblem(st, gv, g_om, gnorm, sigma, max_inner, rtol):
         conv = ok & (jnp.abs(psi) <= rtol * c.lam)
         lo = jnp.where(~ok | (psi < 0), c.lam, c.lo)
         hi = jnp.where(ok & (psi >= 0), c.lam, c.hi)
-        # Newton on phi(lam) = 1/||p|| - sigma/lam, with dp/dlam = -(H + lam)^{-1} p.
+        # Newton on phi(lam) = 1/||p|| - sigma/lam and on psi(lam) = lam/sigma - ||p||
+        # (same root, both concave increasing: each Newton point lies left of the root,
+        # so the larger one is the better and still safe); dp/dlam = -(H + lam)^{-1} p.
+        # phi is nearly linear when ||p|| is large (near -lambda_min), psi when lam is
+        # near 0 (where phi's -sigma/lam term makes its Newton step only double lam).
         qx, qo = solve(-xi, -om)
         dpn = -(jnp.sum(xi * qx) + jnp.sum(om * qo)) / jnp.maximum(pn, jnp.finfo(dt).tiny)
         phi = 1.0 / pn - sigma / c.lam
         dphi = -dpn / pn**2 + sigma / c.lam**2
-        cand = c.lam - phi / dphi
-        bis = jnp.where(jnp.isfinite(hi), 0.5 * (lo + hi), 2.0 * lo + jnp.sqrt(sigma * gnorm))
+        cand_psi = c.lam - (c.lam / sigma - pn) / (1.0 / sigma - dpn)
+        cand = jnp.maximum(c.lam - phi / dphi, cand_psi)
+        # Fallback when Newton's candidate leaves (lo, hi): bisection, geometric while the
+        # bracket spans decades (lam0 may be 100x the root: halving took 8-15 solves).
+        mid = jnp.where(lo > hi / 64, 0.5 * (lo + hi), hi / 8)
+        bis = jnp.where(jnp.isfinite(hi), mid, 2.0 * lo + jnp.sqrt(sigma * gnorm))
         use_newton = ok & jnp.isfinite(cand) & (cand > lo) & (cand < hi)
         nxt = jnp.where(use_newton, cand, bis)
         keep = ok
@@ -371,26 +490,22 @@ def _step(state, args, *, hp, max_inner):
     f_new, g_new = _value_and_grad(x_new, args, mu)
 
     gp = jnp.sum(gxi * xi) + jnp.sum(g_om * om)
-    pp = jnp.sum(xi * xi) + jnp.sum(om * om)
     # The quadratic model of the step actually taken (horizontal, shortened): one HVP.
     model = gp + 0.5 * _quadratic_form(x, g, args, mu, xi, jnp.einsum("k,kab->ab", om, basis))
     reg = 1e3 * jnp.finfo(dt).eps * jnp.maximum(1.0, jnp.abs(state.value))
     rho = (state.value - f_new + reg) / (-model + reg)
     accept = found & jnp.isfinite(f_new) & (rho >= hp["eta1"].astype(dt)) & (model < 0)
     sig_min = hp["sigma_min"].astype(dt)
+    # ARC's update (Cartis, Gould, Toint 2011), except that a step cut by the boundary
+    # (t < 1) never shrinks sigma: there the boundary, not the model, limited the step,
+    # and a smaller sigma would only lengthen the next (cut) step. Measured against two
+    # alternatives: shrinking as usual lets sigma collapse (1e-10) while every step is
+    # cut to nothing; raising sigma to lam / ||t p|| after a cut (the previous rule)
+    # makes steps gradient-like: 1.4-3x more steps on the bench's datasets.
+    shrink = accept & (rho >= hp["eta2"].astype(dt)) & (t >= 1)
     sigma = jnp.where(
-        accept & (rho >= hp["eta2"].astype(dt)),
-        jnp.maximum(sig_min, 0.1 * sigma),
-        jnp.where(accept, sigma, 2.0 * sigma),
+        shrink, jnp.maximum(sig_min, 0.1 * sigma), jnp.where(accept, sigma, 2.0 * sigma)
     )
-    # A step cut by the boundary says the model's natural length (lam / sigma) is too long:
-    # raise sigma so that the next step's length is about the admissible one (the
-    # cubic model's stationarity lam = sigma ||p|| at ||p|| = t ||p_full||).
-    pfull = jnp.sqrt(pp) / jnp.maximum(t, jnp.finfo(dt).tiny)
-    sigma = jnp.where(
-        t < 1, jnp.maximum(sigma, lam / jnp.maximum(jnp.sqrt(pp), jnp.finfo(dt).tiny)), sigma
-    )
-    del pfull
     x_out = jax.tree.map(lambda a, b: jnp.where(accept, a, b), x_new, x)
     g_out = jax.tree.map(lambda a, b: jnp.where(accept, a, b), g_new, g)
     f_out = jnp.where(accept, f_new, state.value)

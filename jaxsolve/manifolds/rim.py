@@ -80,6 +80,17 @@ def _rows_simplex(y, a):
     ``n x c`` array replace the per-row sort of :func:`jaxsolve.projections.simplex`
     (sorting 1e6 rows of 10 was 4-6x slower here), with the same result to rounding.
     """
+    tau, _ = _michelot_threshold(y, a)
+    return jnp.maximum(y - tau[:, None], 0.0)
+
+
+def _michelot_threshold(y, a):
+    """Michelot's thresholds ``tau`` (one per row) and the number of passes taken.
+
+    The pass count is the maximum over the rows of each row's count (at most ``c + 1``):
+    the work per row does not grow with ``n`` (measured: 5, 6 and 6 passes for
+    ``n = 1e3, 1e5, 1e6`` at ``c = 10``; tests/manifolds/test_rim.py).
+    """
     c = y.shape[1]
     tau0 = (jnp.sum(y, axis=1) - a) / c
 
@@ -93,8 +104,8 @@ def _rows_simplex(y, a):
         new = (jnp.sum(jnp.where(m, y, 0.0), axis=1) - a) / jnp.maximum(jnp.sum(m, axis=1), 1)
         return new, jnp.any(new != tau), k + 1
 
-    tau, _, _ = jax.lax.while_loop(cond, body, (tau0, jnp.asarray(True), jnp.int32(0)))
-    return jnp.maximum(y - tau[:, None], 0.0)
+    tau, _, k = jax.lax.while_loop(cond, body, (tau0, jnp.asarray(True), jnp.int32(0)))
+    return tau, k
 
 
 def _col_slab(y, lo, hi):

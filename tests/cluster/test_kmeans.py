@@ -6,6 +6,8 @@ subproblem. The default tests share one problem shape (150 x 4, K = 3: a mixture
 iris) so that the Newton solver compiles once.
 """
 
+from functools import partial
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -124,18 +126,25 @@ def test_nlr_baseline_agrees():
     assert float(jnp.max(jnp.abs(u @ (u.T @ jnp.ones(150)) - 1))) < 1e-4
 
 
-def test_structured_subproblem_matches_dense_hessian():
-    """The linear-time KKT solve equals the toolbox's Riemannian Hessian, and its inertia
-    test (Cholesky of the reduced Schur complement) brackets -lambda_min exactly."""
+@pytest.fixture(scope="module")
+def small_problem():
     n, k, r = 12, 3, 4
     x_data, _ = mixture(3, n=n, d=2, k=k, gap=6.0)
     data, _ = prepare_data(jnp.asarray(x_data))
     x = feasible_point(jax.random.key(2), n, k, r)
     mu = jnp.asarray(0.05)
-    man = kmeans_manifold(n, k, r)
     _, g = jax.value_and_grad(barrier_cost)(x, data, mu)
+    return n, k, r, data, x, mu, g
+
+
+def test_structured_subproblem_matches_dense_hessian(small_problem):
+    """The linear-time KKT solve on the full tangent space equals the toolbox's
+    Riemannian Hessian, and its inertia test (Cholesky of the reduced Schur complement,
+    with ``B + lam`` allowed to be indefinite) brackets -lambda_min exactly."""
+    n, k, r, data, x, mu, g = small_problem
+    man = kmeans_manifold(n, k, r)
     basis = skew_basis(r, jnp.float64)
-    st = jax.jit(_structure)(x, g, data, mu, basis)
+    st = jax.jit(partial(_structure, horizontal=False))(x, g, data, mu, basis)
     _, g_om = _rgrad(x, g, basis)
 
     @jax.jit
@@ -159,6 +168,74 @@ def test_structured_subproblem_matches_dense_hessian():
     if lam_min < 0:
         assert not bool(kkt(jnp.asarray(-lam_min * 0.99))[0])
         assert bool(kkt(jnp.asarray(-lam_min * 1.01))[0])
+
+
+def test_horizontal_subproblem_matches_dense_quotient_hessian(small_problem):
+    """The default (horizontal) solve equals a dense solve of the Hessian restricted to
+    the horizontal space (SciPy null-space basis of the tangent and vertical
+    constraints), and its inertia test brackets that restriction's -lambda_min."""
+    import scipy.linalg as sl
+
+    from jaxsolve.cluster.kmeans_newton import _vertical
+
+    n, k, r, data, x, mu, g = small_problem
+    v, q = x
+    p = r - 1
+    basis = skew_basis(r, jnp.float64)
+    m_w = basis.shape[0]
+    st = jax.jit(_structure)(x, g, data, mu, basis)
+    _, g_om = _rgrad(x, g, basis)
+    gv, gq = g
+    c_v = jnp.sum(v * gv) / jnp.sum(v * v)
+    sym = 0.5 * (q.T @ gq + gq.T @ q)
+
+    def hess(vec):  # the Riemannian Hessian in (Xi, omega) coordinates, ambient in Xi
+        xi, om = vec[: n * p].reshape(n, p), vec[n * p :]
+        pq = jnp.einsum("k,kab->ab", om, basis) @ q
+        hv, hq = jax.jvp(lambda z: jax.grad(barrier_cost)(z, data, mu), (x,), ((xi, pq),))[1]
+        ho = jnp.einsum("kab,ab->k", basis, (hq - pq @ sym) @ q.T)
+        return jnp.concatenate([(hv - c_v * xi).reshape(-1), ho])
+
+    dim = n * p + m_w
+    hm = np.asarray(jax.vmap(hess)(jnp.eye(dim)))
+    hm = 0.5 * (hm + hm.T)
+    xis, cs = _vertical(v, basis)
+    cons = np.zeros((p + 1, dim))
+    for c in range(p):
+        cons[c, np.arange(n) * p + c] = 1.0
+    cons[p, : n * p] = np.asarray(v).reshape(-1)
+    cons = np.vstack([cons, np.hstack([np.asarray(xis).reshape(len(cs), -1), np.asarray(cs)])])
+    basis_h = sl.null_space(cons)
+    hh = basis_h.T @ hm @ basis_h
+    lam_min = float(np.linalg.eigvalsh(hh)[0])
+    gvec = np.concatenate([np.asarray(g[0]).reshape(-1), np.asarray(g_om)])
+
+    @jax.jit
+    def kkt(lam):
+        ok, lin_solve = _factor(st, lam)
+        return ok, lin_solve(g[0], g_om)
+
+    for lam in (abs(lam_min) + 0.3, abs(lam_min) * 1.01 + 1e-9):
+        ok, (xi, om) = kkt(jnp.asarray(lam))
+        assert bool(ok)
+        ref = -basis_h @ np.linalg.solve(hh + lam * np.eye(hh.shape[0]), basis_h.T @ gvec)
+        got = np.concatenate([np.asarray(xi).reshape(-1), np.asarray(om)])
+        np.testing.assert_allclose(got, ref, atol=1e-9 * max(1.0, np.abs(ref).max()))
+    if lam_min < 0:
+        assert not bool(kkt(jnp.asarray(-lam_min * 0.99))[0])
+
+
+def test_newton_end_game_with_indefinite_blocks(gmm_run):
+    """At the mixture's solution the diagonal blocks ``B`` have a negative eigenvalue,
+    yet the horizontal Hessian is positive definite: the inertia test accepts ``lam``
+    near 0 (pure Newton steps, quadratic convergence) instead of ``lam >= -min eig B``."""
+    x, _, _, _, sol = gmm_run
+    data, _ = prepare_data(jnp.asarray(x))
+    basis = skew_basis(4, jnp.float64)
+    st = jax.jit(_structure)(sol.x, sol.state.grad, data, sol.state.mu, basis)
+    assert float(jnp.min(st.evals)) < -1e-3
+    ok = jax.jit(lambda s, lam: _factor(s, lam)[0])(st, jnp.asarray(1e-8))
+    assert bool(ok)
 
 
 def test_step_cost_linear_in_n():

@@ -1,6 +1,7 @@
 """The RIM manifold (paper 14): geometry, retractions, and the projection vs a QP solver."""
 
 import jax
+import jax.extend
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -171,6 +172,41 @@ def test_equality_bounds_tangent_projection_double_centres():
         )
         == m.dim
     )
+
+
+@pytest.mark.parametrize("retraction", ["dykstra", "dual", "sinkhorn"])
+def test_retraction_work_is_linear_in_n(retraction):
+    """O(n) *work* (wall time is in the slow test and bench/cluster.py): the row-wise
+    simplex projection takes the same number of Michelot passes (at most c + 1) for
+    n = 1e3 and 1e5, the sweeps are a fixed count, and no array the retraction builds
+    is larger than O(n c) (jaxpr shapes at n = 1e3 vs 1e4)."""
+    from jaxsolve.manifolds.rim import _michelot_threshold
+
+    passes = {}
+    for n in (1_000, 100_000):
+        x = jax.random.uniform(jax.random.key(0), (n, 10), minval=0.5, maxval=1.5)
+        x = x / jnp.sum(x, axis=1, keepdims=True)  # a point of the row set, as in the bench
+        u = 0.5 * jax.random.normal(jax.random.key(1), (n, 10))
+        y = x + u - jnp.mean(u, axis=1, keepdims=True)
+        passes[n] = int(jax.jit(_michelot_threshold)(y, jnp.ones((n,)))[1])
+    assert passes[100_000] <= 11
+    assert abs(passes[100_000] - passes[1_000]) <= 1
+
+    def biggest(n):
+        m = RIM(n, 10, 0.5 * n / 10, 1.5 * n / 10, retraction=retraction, max_iter=20)
+        z = jax.ShapeDtypeStruct((n, 10), jnp.float64)
+        jaxpr = jax.make_jaxpr(lambda x, u: m.retract(x, m.proj(x, u)))(z, z)
+
+        def sizes(jp):
+            for eqn in jp.eqns:
+                for v in eqn.outvars:
+                    yield int(np.prod(v.aval.shape))
+                for sub in jax.extend.core.jaxprs_in_params(eqn.params):
+                    yield from sizes(sub)
+
+        return max(sizes(jaxpr.jaxpr))
+
+    assert biggest(10_000) <= 10 * biggest(1_000)
 
 
 @pytest.mark.slow
