@@ -1,11 +1,13 @@
-"""Batched QP benchmark: FlexQP (vmapped) vs the OSQP loop, qpax (vmapped) and jaxopt BoxOSQP (vmapped).
+"""Batched QP benchmark: FlexQP (lockstep batch) vs the OSQP loop, qpax (vmapped) and jaxopt BoxOSQP (vmapped).
 
 1024 random QPs (``jaxsolve.qp.problems.random_qp``: P = MM' + 1e-2 I, sparse(0.15) data
 stored dense, half the rows two-sided), at n=20, m=40 and n=100, m=150, in float32 and
 float64, all at tolerance 1e-4. Compile time is reported apart from steady-state time
 (median of repeated calls). Accuracy: ||x - x*|| / max(1, ||x*||) against OSQP at 1e-10
 with polishing (max and median over the batch), plus the max violation. Per-instance status
-counts for every solver: a batch must not hide failures.
+counts for every solver: a batch must not hide failures. Wall time and the process's CPU
+time are both reported: on a shared machine the CPU time is the steadier measure (XLA may
+use both cores, so FlexQP's CPU time can exceed its wall time; OSQP runs on one).
 
     python bench/qp.py [--quick] [--out bench/results/qp.md]
 
@@ -32,7 +34,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from _util import compile_and_steady, write_results  # noqa: E402
 
 TOL = 1e-4
-FLEX_LABEL = "lax.map on CPU, else vmap + compaction"
+FLEX_LABEL = "batch='auto': lockstep chunks on CPU"
 
 
 def _have(mod):
@@ -88,21 +90,32 @@ def _accuracy(x, xref, qp_np):
     )
 
 
-def run_flexqp(qp, repeat):
+def _cpu_time(fn, repeat):
+    """Median process CPU time of ``repeat`` calls (after the timed ones: compiled)."""
     import jax
 
+    ts = []
+    for _ in range(repeat):
+        c0 = time.process_time()
+        jax.block_until_ready(fn())
+        ts.append(time.process_time() - c0)
+    return float(np.median(ts))
+
+
+def run_flexqp(qp, repeat, batch="auto"):
     from jaxsolve.qp import solve_qp
 
-    del jax
-    # solve_qp's default batch strategy: lax.map on a CPU backend (one problem after
-    # another in one compiled call), vmap elsewhere; a vmapped batch given as concrete
-    # arrays runs through solve_batch(compact=20), so a few slow QPs do not hold it.
-    fn = lambda qp: solve_qp(qp, tol=TOL, max_steps=4000)  # noqa: E731
-    sol, steady, compile_s = compile_and_steady(lambda: fn(qp), repeat)
+    # batch="auto": on a CPU backend the lockstep batch (jaxsolve.qp.lockstep: chunks of
+    # lanes stepped together, re-chunked between rounds, stragglers one at a time);
+    # "map" is the previous CPU default (lax.map, one problem after another).
+    fn = lambda: solve_qp(qp, tol=TOL, max_steps=4000, batch=batch)  # noqa: E731
+    sol, steady, compile_s = compile_and_steady(fn, repeat)
+    cpu = _cpu_time(fn, repeat)
     its = np.asarray(sol.state.admm_iters)
     return (
         np.asarray(sol.x),
         steady,
+        cpu,
         compile_s,
         sol.counts(),
         f"{its.mean():.0f} / {its.max():.0f}",
@@ -143,6 +156,7 @@ def run_osqp_loop(qp_np):
     )
     xs, statuses = [], {}
     t0 = time.perf_counter()
+    c0 = time.process_time()
     for i in range(B):
         s.update(
             Px=P[i][rows_p, cols_p],
@@ -155,7 +169,8 @@ def run_osqp_loop(qp_np):
         xs.append(r.x)
         statuses[r.info.status] = statuses.get(r.info.status, 0) + 1
     dt = time.perf_counter() - t0
-    return np.stack(xs), dt, statuses
+    cpu = time.process_time() - c0
+    return np.stack(xs), dt, cpu, statuses
 
 
 def run_qpax(qp, repeat):
@@ -172,10 +187,12 @@ def run_qpax(qp, repeat):
     beq = jnp.zeros((q.shape[0], 0), q.dtype)
     fn = jax.jit(jax.vmap(lambda *a: qpax.solve_qp(*a, solver_tol=TOL)))
     out, steady, compile_s = compile_and_steady(lambda: fn(P, q, Aeq, beq, G, h), repeat)
+    cpu = _cpu_time(lambda: fn(P, q, Aeq, beq, G, h), 1)
     x, conv = np.asarray(out[0]), np.asarray(out[4])
     return (
         x,
         steady,
+        cpu,
         compile_s,
         {"converged": int(conv.sum()), "not converged": int((~conv.astype(bool)).sum())},
     )
@@ -193,11 +210,12 @@ def run_boxosqp(qp, repeat):
         )
     )
     out, steady, compile_s = compile_and_steady(lambda: fn(P, q, A, l, u), repeat)
+    cpu = _cpu_time(lambda: fn(P, q, A, l, u), 1)
     x = np.asarray(out.params.primal[0])
     st = np.asarray(out.state.status)
     names = {0: "unsolved", 1: "solved", 2: "dual infeasible", 3: "primal infeasible"}
     counts = {names.get(int(k), str(k)): int((st == k).sum()) for k in np.unique(st)}
-    return x, steady, compile_s, counts
+    return x, steady, cpu, compile_s, counts
 
 
 def main(argv=None):
@@ -208,6 +226,9 @@ def main(argv=None):
     ap.add_argument("--out", default=None)
     ap.add_argument("--batch", type=int, default=None)
     ap.add_argument("--boxosqp-subset", type=int, default=128)
+    ap.add_argument(
+        "--no-map", action="store_true", help="skip the FlexQP batch='map' comparison row"
+    )
     ns = ap.parse_args(argv)
     import jax
 
@@ -228,10 +249,11 @@ def main(argv=None):
         f"device: {jax.devices()[0].device_kind}. Times in seconds for the whole batch: "
         "steady state (median) and compile (first call minus steady). Accuracy: "
         "max / median of ||x - x*|| / max(1, ||x*||) against OSQP 1e-10 + polish; viol: max "
-        "constraint violation. Ratio = peer time / FlexQP time (> 1: FlexQP faster).",
+        "constraint violation. Ratio = peer time / FlexQP time (> 1: FlexQP faster), on "
+        "wall time and on process CPU time.",
         "",
-        "| n, m | dtype | solver | time (s) | compile (s) | ratio peer/ours | max err | median err | max viol | statuses | ADMM iters mean / max |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| n, m | dtype | solver | time (s) | CPU (s) | compile (s) | ratio peer/ours | ratio (CPU) | max err | median err | max viol | statuses | ADMM iters mean / max |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for n, m in sizes:
         qp64 = make_batch(B, n, m, jnp.float64)
@@ -240,18 +262,31 @@ def main(argv=None):
         xref = reference(qp_np) if peers["osqp"] else None
         print(f"n={n} m={m}: reference in {time.perf_counter() - t0:.1f}s", flush=True)
         if peers["osqp"]:
-            xo, to, so = run_osqp_loop(qp_np)
+            xo, to, co, so = run_osqp_loop(qp_np)
         for dtype in (jnp.float32, jnp.float64):
             qp = jax.tree.map(lambda v, dtype=dtype: v.astype(dtype), qp64)
             name = jnp.dtype(dtype).name
-            xf, tf, cf, sf, itf = run_flexqp(qp, repeat)
-            rows = [(f"FlexQP ({FLEX_LABEL})", tf, cf, xf, sf, itf)]
+            xf, tf, uf, cf, sf, itf = run_flexqp(qp, repeat)
+            rows = [(f"FlexQP ({FLEX_LABEL})", tf, uf, cf, xf, sf, itf)]
+            if not ns.no_map:
+                xm, tm_, um, cm, sm, itm = run_flexqp(qp, 1, batch="map")
+                rows.append(
+                    (
+                        "FlexQP (batch='map': lax.map, previous CPU default)",
+                        tm_,
+                        um,
+                        cm,
+                        xm,
+                        sm,
+                        itm,
+                    )
+                )
             if peers["osqp"]:
-                rows.append(("OSQP loop (update+solve, float64)", to, 0.0, xo, so, ""))
+                rows.append(("OSQP loop (update+solve, float64)", to, co, 0.0, xo, so, ""))
             if peers["qpax"]:
                 try:
-                    xq, tq, cq, sq = run_qpax(qp, repeat)
-                    rows.append(("qpax (vmap)", tq, cq, xq, sq, ""))
+                    xq, tq, uq, cq, sq = run_qpax(qp, repeat)
+                    rows.append(("qpax (vmap)", tq, uq, cq, xq, sq, ""))
                 except Exception as err:  # pragma: no cover
                     print(f"qpax failed: {err}")
             if peers["jaxopt"]:
@@ -260,21 +295,20 @@ def main(argv=None):
                     # its time to the whole batch (labelled as such)
                     sub = min(B, ns.boxosqp_subset)
                     qsub = jax.tree.map(lambda v, sub=sub: v[:sub], qp)
-                    xb, tb, cb, sb = run_boxosqp(qsub, 1 if sub < B else repeat)
+                    xb, tb, ub, cb, sb = run_boxosqp(qsub, 1 if sub < B else repeat)
                     if sub < B:
                         xb = np.concatenate([xb, np.full((B - sub, xb.shape[1]), np.nan)])
                         label = f"jaxopt BoxOSQP (vmap; {sub} problems, time x{B / sub:g})"
                     else:
                         label = "jaxopt BoxOSQP (vmap)"
-                    rows.append((label, tb * B / sub, cb, xb, sb, ""))
+                    rows.append((label, tb * B / sub, ub * B / sub, cb, xb, sb, ""))
                 except Exception as err:  # pragma: no cover
                     print(f"BoxOSQP failed: {err}")
-            for label, t, c, x, st, its in rows:
+            for label, t, u, c, x, st, its in rows:
                 acc = _accuracy(x, xref, qp_np) if xref is not None else (float("nan"),) * 3
-                ratio = t / tf
                 line = (
-                    f"| {n}, {m} | {name} | {label} | {t:.3f} | {c:.1f} | {ratio:.2f} | {acc[0]:.1e} | "
-                    f"{acc[1]:.1e} | {acc[2]:.1e} | {st} | {its} |"
+                    f"| {n}, {m} | {name} | {label} | {t:.3f} | {u:.3f} | {c:.1f} | {t / tf:.2f} | "
+                    f"{u / uf:.2f} | {acc[0]:.1e} | {acc[1]:.1e} | {acc[2]:.1e} | {st} | {its} |"
                 )
                 print(line, flush=True)
                 lines.append(line)

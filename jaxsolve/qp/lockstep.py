@@ -1,29 +1,30 @@
 r"""Lockstep batches of FlexQP: many QPs stepped together, in cache-sized chunks.
 
-A batch of ``B`` QPs of one shape is cut into chunks of ``chunk`` lanes (the last one
-padded with copies of the last problem, dropped from the result); the chunks run one
-after another (``lax.map``) and the lanes of a chunk run in lockstep (``vmap``):
+On a CPU one small QP's ADMM iteration is a handful of tiny matrix-vector products
+whose cost is XLA's per-operation overhead, not arithmetic. Stepping a chunk of lanes
+together (``vmap``) shares that overhead; keeping the chunk small keeps its data in
+cache. A batch of ``B`` QPs of one shape runs as:
 
-1. ``init`` for all lanes of the chunk (Ruiz scaling, first factorization);
-2. lockstep steps of all running lanes while more than ``tail`` lanes of the chunk
-   are running: one step is ``check_every`` ADMM iterations as batched matrix-vector
-   products. FlexQP's two expensive branches (refactorization on a rho change,
-   in-loop polishing) are taken when *any* running lane needs them
-   (``lax.pmax`` over the lanes axis, so the ``lax.cond`` stays a branch instead of
-   becoming a select that runs on every step), and each lane applies only its own
-   result;
-3. the last ``tail`` running lanes (the slow ones) continue one at a time with the
-   ordinary single-QP loop (real branches, a slow lane costs only itself);
-4. ``finalize`` (polish, status) for all lanes of the chunk at once.
+1. ``init`` chunk by chunk (Ruiz scaling, first factorization), the batch padded to
+   a multiple of ``chunk`` lanes with copies of its last problem (dropped at the end);
+   warm-started lanes that start near a solution get finalize's polish first (a
+   warm start with the right active set ends there, as at the single-QP loop's first
+   in-loop polish);
+2. rounds: the running lanes are gathered into chunks; a chunk steps in lockstep until
+   at most ``1/keep`` of the lanes it started with still run, and its iterates are
+   written back. One step is ``check_every`` ADMM iterations as batched products.
+   FlexQP's refactorization (``lax.cond`` on a rho change) is taken when *any*
+   running lane of the chunk needs it (``lax.pmax`` over the lanes axis, so it stays a
+   branch instead of becoming a select that runs on every step) and each lane applies
+   only its own result. Lanes left running are re-chunked in the next round, so a
+   slow lane does not keep a chunk of finished ones busy;
+3. when at most ``tail`` lanes still run, they finish one at a time with the ordinary
+   single-QP loop (real branches, in-loop polish: a slow lane costs only itself);
+4. ``finalize`` (polish, status) chunk by chunk.
 
-Each lane takes exactly the steps of its single solve (same predicates, same
-arithmetic up to the order of floating-point sums), so the answers, statuses and
-step counts are those of :func:`jaxsolve.solve` lane for lane.
-
-Why chunks: a chunk's data (``A``, ``P``, the KKT factor: about 30 KB per lane at
-n = 20, m = 40 in float64) stays in the CPU cache across its iterations, while the
-per-operation overhead of XLA is shared by the chunk's lanes; and a lockstep loop
-runs until its slowest lane stops, which costs a chunk, not the whole batch.
+Each lane follows its own single-QP iteration (its own rho, elastic weight and
+checks) and gets its own status; it may stop at a different step than a single solve
+with in-loop polishing, since lockstep rounds polish only in ``finalize``.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import jax.numpy as jnp
 
 from jaxsolve.core.driver import _advance, _done, _final
 from jaxsolve.core.protocol import Solver
+from jaxsolve.qp.flexqp import WarmStart
 
 __all__ = ["solve_lockstep"]
 
@@ -115,8 +117,10 @@ def solve_lockstep(
         tail: lanes finished one at a time at the end.
 
     Returns:
-        A batched :class:`~jaxsolve.Solution`. Each lane takes the steps of its single
-        solve (same predicates and arithmetic up to the order of floating-point sums).
+        A batched :class:`~jaxsolve.Solution` with a status per lane. A lane takes the
+        steps of its single solve with ``solver`` (same predicates; arithmetic equal up
+        to the order of floating-point sums) until it ends, or until it is one of the
+        last ``tail`` lanes and continues with ``tail_solver``.
     """
     size = jax.tree.leaves(qp)[0].shape[0]
     g = max(1, min(int(chunk), size))
@@ -132,9 +136,9 @@ def solve_lockstep(
     def start(a):
         # A warm start whose active set is already right ends at its first polish in
         # the single-QP loop (in-loop polish at step 1). Lockstep rounds polish only in
-        # finalize, so lanes that start near a solution (error <= _NEAR) are polished
-        # here, chunk-wide when any lane is near; a lane whose polished point meets tol
-        # ends at once, the others start from their own point.
+        # finalize, so warm-started lanes that start near a solution (error <= _NEAR)
+        # are polished here, chunk-wide when any lane is near; a lane whose polished
+        # point meets tol ends at once, the others start from their own point.
         x0c, qc = a
         s = jax.vmap(solver.init)(x0c, qc)
         near = s.error <= _NEAR
@@ -144,6 +148,8 @@ def solve_lockstep(
             good = near & (fin.error <= tol) & jnp.all(jnp.isfinite(fin.x), axis=-1)
             return _select(good, fin, s)
 
+        if not isinstance(x0c, WarmStart):  # a cold start is never near: no polish traced
+            return s
         return jax.lax.cond(jnp.any(near), polish, lambda s: s, s)
 
     pool = _by_chunks(start, (x0, qp), g)
