@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from jaxsolve.core import Status
-from jaxsolve.qp import QP, problems, solve_qp
+from jaxsolve.qp import QP, WarmStart, problems, solve_qp
 from tests.qp._refs import min_l1_violation, osqp_ref, rel
 
 N, M = 6, 10
@@ -29,7 +29,19 @@ def mixed():
     # infeasible_qp appends k = 2 conflicting rows: M - 2 base rows give the same shape
     inf = [problems.infeasible_qp(jax.random.key(50 + s), N, M - 2, k=2) for s in range(N_INF)]
     qp = QP(*(jnp.stack(v) for v in zip(*(feas + inf), strict=True)))
-    sol = solve_qp(qp, tol=1e-9, max_steps=3000, batch="lockstep")
+    # The cold start written as a WarmStart (x = y = 0, z = clip(0, l, u), the default
+    # rho, the smallest elastic weight: exactly what init does from x0 = 0), so that the
+    # warm-start test below reuses this compilation (compile time is most of the cost).
+    B = qp.q.shape[0]
+    f64 = jnp.float64
+    cold = WarmStart(
+        jnp.zeros((B, N), f64),
+        jnp.zeros((B, M), f64),
+        jnp.clip(jnp.zeros((B, M), f64), qp.l, qp.u),
+        jnp.full((B,), 0.1, f64),
+        jnp.zeros((B,), f64),
+    )
+    sol = solve_qp(qp, cold, tol=1e-9, max_steps=3000, batch="lockstep")
     return qp, sol
 
 
