@@ -118,27 +118,41 @@ def _limit(v):
 
 
 def _ruiz(P, q, A, iters):
-    """Modified Ruiz equilibration of [P A'; A 0] plus cost scaling (as OSQP)."""
+    """Modified Ruiz equilibration of [P A'; A 0] plus cost scaling (as OSQP).
+
+    Returns the factors ``(D, E, c)`` (``Pb = c D P D``, ``Ab = E A D``). Only the
+    magnitudes of the scaled matrices enter the factors, and ``|a b| = |a| |b|`` holds
+    exactly in floating point, so the passes scale ``|P|'`` and ``|A|`` (and ``|A|'``)
+    once taken, with the same products in the same order as scaling ``P`` and ``A``
+    themselves: every maximum is a reduction along the contiguous last axis (XLA:CPU's
+    column reductions were the cost of the setup of small batched QPs) and the result
+    is bit-for-bit that of the textbook loop.
+    """
     n, m = P.shape[0], A.shape[0]
     D = jnp.ones((n,), P.dtype)
     E = jnp.ones((m,), P.dtype)
     c = jnp.ones((), P.dtype)
+    aPT, aA = jnp.abs(P).T, jnp.abs(A)  # aPT[j, i] = |P[i, j]|
+    aAT = aA.T
 
     def body(_, carry):
-        P, q, A, D, E, c = carry
-        col = jnp.maximum(jnp.max(jnp.abs(P), axis=0), jnp.max(jnp.abs(A), axis=0, initial=0.0))
-        row = jnp.max(jnp.abs(A), axis=1, initial=0.0)
+        aPT, aA, aAT, q, D, E, c = carry
+        col = jnp.maximum(jnp.max(aPT, axis=1), jnp.max(aAT, axis=1, initial=0.0))
+        row = jnp.max(aA, axis=1, initial=0.0)
         dx = 1.0 / jnp.sqrt(_limit(col))
         dz = 1.0 / jnp.sqrt(_limit(row))
-        P = dx[:, None] * P * dx[None, :]
-        A = dz[:, None] * A * dx[None, :]
+        # the textbook loop's (dx_i P_ij) dx_j and (dz_r A_rj) dx_j, product for product
+        aPT = (dx[None, :] * aPT) * dx[:, None]
+        aA = (dz[:, None] * aA) * dx[None, :]
+        aAT = (dz[None, :] * aAT) * dx[:, None]
         q = dx * q
         D, E = D * dx, E * dz
-        cost = jnp.maximum(jnp.mean(jnp.max(jnp.abs(P), axis=0)), _amax(q))
+        cost = jnp.maximum(jnp.mean(jnp.max(aPT, axis=1)), _amax(q))
         ct = 1.0 / _limit(cost)
-        return P * ct, q * ct, A, D, E, c * ct
+        return aPT * ct, aA, aAT, q * ct, D, E, c * ct
 
-    return jax.lax.fori_loop(0, iters, body, (P, q, A, D, E, c))
+    carry = jax.lax.fori_loop(0, iters, body, (aPT, aA, aAT, q, D, E, c))
+    return carry[4:]
 
 
 def _rho_vec(data: Scaled, rho):
@@ -197,8 +211,7 @@ def _sigma(hp, dtype):
 def _prepare(qp: QP, hp, scaling_iters):
     P, q, A, l, u = qp
     dtype = q.dtype
-    Ps, qs, As, D, E, c = _ruiz(*jax.lax.stop_gradient((P, q, A)), scaling_iters)
-    D, E, c = jax.lax.stop_gradient((D, E, c))
+    D, E, c = jax.lax.stop_gradient(_ruiz(*jax.lax.stop_gradient((P, q, A)), scaling_iters))
     # Rescale with the (constant) factors so derivatives flow to the data (unrolling).
     Ps = c * D[:, None] * P * D[None, :]
     qs = c * D * q
