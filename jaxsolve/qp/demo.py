@@ -74,7 +74,7 @@ def run(out_dir: pathlib.Path) -> list[dict]:
     bsol, t = _timed(lambda: g(batch))
     rows.append(
         {
-            "problem": "256 random QPs (vmap, float32)",
+            "problem": "256 random QPs (one batch, float32)",
             "size": "n=20, m=40",
             "solver": "flexqp",
             "status": str(bsol.counts()),
