@@ -34,6 +34,7 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 
+from jaxsolve.core.batch import _put, _take  # the lane gather/scatter of solve_batch(compact=)
 from jaxsolve.core.driver import _advance, _done, _final
 from jaxsolve.core.protocol import Solver
 from jaxsolve.qp.flexqp import WarmStart
@@ -52,14 +53,6 @@ def _select(mask, new, old):
         return jnp.where(m, a, b)
 
     return jax.tree.map(pick, new, old)
-
-
-def _take(tree, idx):
-    return jax.tree.map(lambda v: v[idx], tree)
-
-
-def _put(tree, idx, part):
-    return jax.tree.map(lambda v, p: v.at[idx].set(p), tree, part)
 
 
 def _steps(solver: Solver):
@@ -181,7 +174,7 @@ def solve_lockstep(
         s, kk = jax.lax.while_loop(cond, body, (s, kk))
         # the problem data never changes: write back the iterates only
         dyn = lambda t: t._replace(data=None)  # noqa: E731
-        pool = _put(dyn(pool), idx, dyn(s))._replace(data=pool.data)
+        pool = _put(dyn(pool), dyn(s), idx)._replace(data=pool.data)
         return pool, k.at[idx].set(kk)
 
     def round_(carry):
@@ -209,7 +202,7 @@ def solve_lockstep(
             return s, kk
 
         part, kk = jax.lax.map(one, (_take(pool, idx), _take(qp, idx), k[idx]))
-        pool, k = _put(pool, idx, part), k.at[idx].set(kk)
+        pool, k = _put(pool, part, idx), k.at[idx].set(kk)
 
     final = lambda a: jax.vmap(lambda s, q, kk: _final(solver, s, q, tol, kk, None))(*a)  # noqa: E731
     sol = _by_chunks(final, (pool, qp, k), g)
