@@ -4,7 +4,7 @@ from jaxsolve.cluster._problem import feasible_point, kmeans_manifold, lift, pre
 from jaxsolve.cluster.centred_sphere import CentredSphere
 from jaxsolve.cluster.kmeans import kmeans
 from jaxsolve.cluster.kmeans_newton import kmeans_newton
-from jaxsolve.cluster.nlr import nlr, nlr_start
+from jaxsolve.cluster.nlr import nlr, nlr_reference_options, nlr_start
 from jaxsolve.cluster.ratio_cut import (
     laplacian,
     ratio_cut,
@@ -24,6 +24,7 @@ __all__ = [
     "kmeans_newton",
     "lift",
     "nlr",
+    "nlr_reference_options",
     "nlr_start",
     "prepare_data",
 ]

@@ -63,7 +63,9 @@ def kmeans(
     log-barrier ``-mu/(n r) sum log U_ij`` for ``U > 0``, cubic-regularized Riemannian
     Newton with a linear-time subproblem (:func:`jaxsolve.cluster.kmeans_newton`).
     ``method="nlr"``: the first-order baseline of Zhuang et al. (ICLR 2024),
-    :func:`jaxsolve.cluster.nlr`.
+    :func:`jaxsolve.cluster.nlr` with our tuned defaults, from the lift of Newton's
+    feasible start; ``**nlr_reference_options(X)`` (and ``max_steps=50_000``) gives the
+    reference code's step and penalty (:func:`jaxsolve.cluster.nlr_reference_options`).
 
     The relaxed solution ``Z = U U^T`` is rounded to labels by clustering the normalized
     rows of ``U`` (exact when ``Z`` is the block-diagonal cluster matrix; paper 12,

@@ -85,26 +85,68 @@ def test_iris_vs_sklearn():
     assert adjusted_rand_score(y, labels) >= adjusted_rand_score(y, km.labels_) - 0.03
 
 
-def test_iterations_vs_nlr_baselines(gmm_run):
-    """The paper's iteration claim, and the fairness of our NLR baseline (same 150 x 4 shape).
+def _bm_cluster_reference(x_raw, u0, steps):
+    """``BM_cluster.m`` (Zhuang et al., the reference code) transcribed in NumPy: raw data
+    (``d x n`` there, rows here), ``beta = 10``, ``alpha = 1e-6``, dual step once
+    ``||Delta U||_F / sqrt(K) < 1e-3``, ``steps`` iterations (its stopping test never
+    fires this early)."""
+    x = np.asarray(x_raw)
+    n = x.shape[0]
+    u = np.asarray(u0).copy()
+    k = float(np.sum(u * u))
+    y = np.zeros(n)
+    one = np.ones(n)
+    for _ in range(steps):
+        yt = y + 10.0 * (u @ (u.T @ one) - one)
+        g = -2 * x @ (x.T @ u) + np.outer(yt, one @ u) + np.outer(one, yt @ u)
+        v = np.maximum(u - 1e-6 * g, 0)
+        unew = v / np.linalg.norm(v) * np.sqrt(k)
+        if np.linalg.norm(unew - u) / np.sqrt(k) < 1e-3:
+            y = y + 10.0 * (unew @ (unew.T @ one) - one)
+        u = unew
+    return u
 
-    Against NLR with the reference code's penalty ``beta = 10`` applied to our unit-norm
-    data (the comparison paper 12 reports), Newton takes under 1% of the iterations. The
-    default NLR (``beta = 0.01``, tuned) needs 100x fewer steps than that and reaches a
-    relaxation at least as good as Newton's barrier-biased one: a fair baseline is not
-    handicapped (wall time: bench/results/cluster.md)."""
-    from jaxsolve.cluster import nlr, nlr_start
+
+def test_nlr_reference_options_reproduce_bm_cluster():
+    """``nlr(**nlr_reference_options(X))`` on the unit-norm data runs the reference code's
+    iteration on the raw data: same iterates (the raw Lagrangian is S times ours with
+    ``beta / S``, S = ||X_c||_F^2), dual steps included."""
+    from jaxsolve.cluster import nlr, nlr_reference_options, nlr_start
+    from jaxsolve.core import solve
+
+    x, _ = _standardized("iris")  # centred: the raw and the centred iterations coincide
+    u0 = nlr_start(jax.random.key(3), 150, 3, 6, kind="reference")
+    assert abs(float(jnp.sum(u0 * u0)) - 3.0) < 1e-12 and float(jnp.min(u0)) >= 0
+    data, _ = prepare_data(jnp.asarray(x))
+    sol = solve(nlr(**nlr_reference_options(x)), u0, data, tol=0.0, max_steps=3000)
+    assert int(sol.num_steps) == 3000
+    assert float(jnp.sum(sol.state.y != 0)) > 0  # the dual step has been taken
+    want = _bm_cluster_reference(x, u0, 3000)
+    np.testing.assert_allclose(np.asarray(sol.x), want, rtol=0, atol=1e-9)
+
+
+def test_iterations_vs_nlr_baselines(gmm_run):
+    """The paper's iteration claim against the reference code's settings, and the
+    fairness of our tuned NLR (same 150 x 4 shape).
+
+    NLR at ``BM_cluster.m``'s settings (``r = 2K``, ``beta = 10``, ``alpha = 1e-6`` on the
+    raw data, its ``|randn|`` start, at most 50 000 iterations) converges on this mixture;
+    Newton takes under 1% of its iterations. The tuned NLR (``beta = 0.01``, relative
+    step 0.5 on unit-norm data) needs 20x fewer steps than that, and both reach a
+    relaxation at least as good as Newton's barrier-biased one (wall time:
+    bench/results/cluster.md)."""
+    from jaxsolve.cluster import nlr, nlr_reference_options, nlr_start
     from jaxsolve.core import solve
 
     x, y, _, _, sol = gmm_run
     data, _ = prepare_data(jnp.asarray(x))
-    u0 = nlr_start(jax.random.key(0), 150, 3, 6)
-    ref = solve(nlr(alpha=0.5, beta=10.0), u0, data, tol=1e-6, max_steps=200_000)
-    tuned = solve(nlr(), u0, data, tol=1e-6, max_steps=200_000)
+    u_ref = nlr_start(jax.random.key(0), 150, 3, 6, kind="reference")
+    ref = solve(nlr(**nlr_reference_options(x)), u_ref, data, tol=1e-6, max_steps=50_000)
+    tuned = solve(nlr(), nlr_start(jax.random.key(0), 150, 3, 6), data, tol=1e-6, max_steps=50_000)
     assert int(ref.status) == Status.SUCCESS and int(tuned.status) == Status.SUCCESS
     newton_steps = int(sol.num_steps)
     assert newton_steps <= 0.01 * int(ref.num_steps)
-    assert int(tuned.num_steps) <= 0.02 * int(ref.num_steps)
+    assert int(tuned.num_steps) <= 0.05 * int(ref.num_steps)
     az_newton = float(jnp.sum((data.T @ lift(*sol.x)) ** 2))
     for u in (ref.x, tuned.x):
         assert float(jnp.sum((data.T @ u) ** 2)) >= az_newton
