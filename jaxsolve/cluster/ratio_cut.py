@@ -47,13 +47,45 @@ def ratio_cut_cost(f, w):
     return jnp.trace(jnp.linalg.solve(f.T @ f, f.T @ lf))
 
 
+def _graph(w):
+    """The graph the solvers see: ``w`` itself, or, when it is sparse (at most ``n / 8``
+    neighbours per row, e.g. a k-NN graph), its rows as padded neighbour lists
+    ``(idx, val, degree)`` (``n x k``; padding has weight 0). ``L F`` then costs
+    ``O(n k c)`` instead of ``O(n^2 c)``: on the 1797-point digits 10-NN graph (``k = 35``)
+    the cost and its gradient take 2.5 ms instead of 37 ms, which made the dense products,
+    not the manifold, the bulk of a RIM step (our implementation choice; the value is the
+    same up to rounding)."""
+    arr = np.asarray(w)
+    n = arr.shape[0]
+    nnz = np.count_nonzero(arr, axis=1)
+    k = int(nnz.max()) if n else 0
+    if k == 0 or 8 * k > n:
+        return w
+    rows, cols = np.nonzero(arr)  # row-major: each row's entries are contiguous
+    pos = np.arange(rows.size) - np.repeat(np.cumsum(nnz) - nnz, nnz)
+    idx = np.zeros((n, k), np.int32)
+    val = np.zeros((n, k), arr.dtype)
+    idx[rows, pos] = cols
+    val[rows, pos] = arr[rows, cols]
+    return jnp.asarray(idx), jnp.asarray(val), jnp.sum(w, axis=1)
+
+
+def _cost(f, g):
+    """``ratio_cut_cost`` on the graph of :func:`_graph` (dense matrix or neighbour lists)."""
+    if not isinstance(g, tuple):
+        return ratio_cut_cost(f, g)
+    idx, val, deg = g
+    lf = deg[:, None] * f - jnp.sum(val[:, :, None] * f[idx], axis=1)
+    return jnp.trace(jnp.linalg.solve(f.T @ f, f.T @ lf))
+
+
 def _ds_cost(z, args):
-    w, b = args
-    return ratio_cut_cost(z @ b, w)
+    g, b = args
+    return _cost(z @ b, g)
 
 
-def _rim_cost(f, w):
-    return ratio_cut_cost(f, w)
+def _rim_cost(f, g):
+    return _cost(f, g)
 
 
 def _group_matrix(n, c, dtype):
@@ -214,7 +246,8 @@ def ratio_cut(
             if x0.shape != (n, c):
                 raise ValueError(f"init must have shape ({n}, {c}), got {x0.shape}")
             check_finite("init", x0)
-        sol = solve(_make_solver(solver, _rim_cost, m), x0, w, tol=tol, max_steps=max_steps)
+        g = _graph(w)
+        sol = solve(_make_solver(solver, _rim_cost, m), x0, g, tol=tol, max_steps=max_steps)
         f = sol.x
     else:
         if lower is not None or upper is not None:
@@ -222,6 +255,7 @@ def ratio_cut(
         m = DoublyStochastic(n)
         b = _group_matrix(n, c, w.dtype)
         z0 = m.random_point(key, w.dtype)
-        sol = solve(_make_solver(solver, _ds_cost, m), z0, (w, b), tol=tol, max_steps=max_steps)
+        args = (_graph(w), b)  # the same graph products as RIM
+        sol = solve(_make_solver(solver, _ds_cost, m), z0, args, tol=tol, max_steps=max_steps)
         f = sol.x @ b
     return jnp.argmax(f, axis=1).astype(jnp.int32), f, sol
