@@ -247,6 +247,7 @@ def solve_qp(
     if batch == "lockstep" and (loop != "while" or history):
         batch = "map"
     user_polish_every = "polish_every" in hyper
+    user_checks = "check_every" in hyper or "rho_every" in hyper
     # In-loop polishing pays off for single solves (warm starts end at the first
     # polish). In a batch the lax.cond becomes a select and the polish runs on every
     # step anyway, so it is attempted on every step with one pass: it ends the slow
@@ -288,7 +289,17 @@ def solve_qp(
         # In lockstep an in-loop polish is taken for the whole chunk as soon as one lane
         # attempts it, so the lockstep rounds polish only in finalize; the last `tail`
         # lanes (the slow ones, one at a time) keep the batch's in-loop polish.
-        lock = solver if user_polish_every else flexqp(**{**hyper, "polish_every": 0})
+        lock_hyper = dict(hyper)
+        if not user_polish_every:
+            lock_hyper["polish_every"] = 0
+        if not user_checks:
+            # lockstep rounds check every 20 ADMM iterations and may move rho at each
+            # check (rho every 20 iterations, was 30): the checks are a third of a
+            # step's overhead, and lanes now end at an in-round polish, not at the last
+            # iterations (1024 random QPs, n = 20: 98 ADMM iterations per lane, as
+            # with 10; 10-15% less CPU time)
+            lock_hyper["check_every"], lock_hyper["rho_every"] = 20, 1
+        lock = flexqp(**lock_hyper) if lock_hyper != hyper else solver
         opts = (
             ("max_steps", int(max_steps)),
             ("chunk", _lockstep_chunk(qp)),
