@@ -220,9 +220,10 @@ def solve_qp(
             overhead dominates one small problem's iteration) while a chunk's data stays
             in cache. ``"lockstep"`` needs ``loop="while"`` without history (else
             ``"map"`` runs). Same answers and statuses either way (lanes may stop at a
-            different step: lockstep rounds polish only in ``finalize``, at the start
-            of a warm start, and in the last lanes); all work under ``jit``, ``vmap``
-            and ``grad``.
+            different step: lockstep rounds polish a lane, between rounds, when its
+            error first falls below 1e-3, and their step is ``check_every`` = 20 ADMM
+            iterations with rho moved at any check, unless ``check_every`` or
+            ``rho_every`` is given); all work under ``jit``, ``vmap`` and ``grad``.
         **hyper: hyperparameters of :func:`~jaxsolve.qp.flexqp`; ``polish_every``
             defaults to 5 for a single QP and 1 for a batch (``polish_passes`` 1 and
             ``polish_fine`` 0 there), ``rho_every`` to 1 for a single QP and 3 for a
@@ -286,9 +287,11 @@ def solve_qp(
         return _solve_one(solver, x0, qp, tol, max_steps, loop, implicit, history)
 
     if batched and batch == "lockstep":
-        # In lockstep an in-loop polish is taken for the whole chunk as soon as one lane
-        # attempts it, so the lockstep rounds polish only in finalize; the last `tail`
-        # lanes (the slow ones, one at a time) keep the batch's in-loop polish.
+        # In lockstep an in-loop polish would be taken for the whole chunk as soon as
+        # one lane attempts it, so the rounds' step does not polish: lanes are polished
+        # between rounds, gathered, once their error is below 1e-3 (solve_lockstep's
+        # polish_at); the last `tail` lanes (the slow ones, one at a time) keep the
+        # batch's in-loop polish.
         lock_hyper = dict(hyper)
         if not user_polish_every:
             lock_hyper["polish_every"] = 0
