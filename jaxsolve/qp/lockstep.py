@@ -5,26 +5,33 @@ whose cost is XLA's per-operation overhead, not arithmetic. Stepping a chunk of 
 together (``vmap``) shares that overhead; keeping the chunk small keeps its data in
 cache. A batch of ``B`` QPs of one shape runs as:
 
-1. ``init`` chunk by chunk (Ruiz scaling, first factorization), the batch padded to
-   a multiple of ``chunk`` lanes with copies of its last problem (dropped at the end);
+1. ``init`` in chunks (Ruiz scaling, first factorization; up to ~8 MB of problem
+   data per chunk, as init has no branches to share), the batch padded to a multiple
+   of ``chunk`` lanes with copies of its last problem (dropped at the end);
    warm-started lanes that start near a solution get finalize's polish first (a
    warm start with the right active set ends there, as at the single-QP loop's first
    in-loop polish);
-2. rounds: the running lanes are gathered into chunks; a chunk steps in lockstep until
-   at most ``1/keep`` of the lanes it started with still run, and its iterates are
-   written back. One step is ``check_every`` ADMM iterations as batched products.
-   FlexQP's refactorization (``lax.cond`` on a rho change) is taken when *any*
-   running lane of the chunk needs it (``lax.pmax`` over the lanes axis, so it stays a
-   branch instead of becoming a select that runs on every step) and each lane applies
-   only its own result. Lanes left running are re-chunked in the next round, so a
-   slow lane does not keep a chunk of finished ones busy;
+2. rounds. First the lanes whose error fell below their polish threshold
+   (``polish_at``, then 10x below the error each polish left) are polished, gathered
+   in chunks, with the rule of the single-QP in-loop polish (kept when 10x better and
+   below 1e-3): most lanes end there, with their active set right, long before the
+   ADMM iterate itself meets ``tol`` (on 1024 random QPs about 3/4 of the lanes end at
+   their first such polish). Then the running lanes are gathered into chunks; a chunk
+   steps in lockstep until at most ``1/keep`` of the lanes it started with still run
+   (a lane below its polish threshold waits for the next round's polish), and its
+   iterates are written back. One step is ``check_every`` ADMM iterations as batched
+   products. A rho change refactors only the lanes that moved rho (the step defers
+   it; the lanes are gathered ``refactor_lanes`` at a time), not the whole chunk.
+   Lanes left running are re-chunked in the next round, so a slow lane does not keep
+   a chunk of finished ones busy;
 3. when at most ``tail`` lanes still run, they finish one at a time with the ordinary
    single-QP loop (real branches, in-loop polish: a slow lane costs only itself);
-4. ``finalize`` (polish, status) chunk by chunk.
+4. ``finalize``: its polish runs, gathered, on the converged lanes that did not end at
+   a polish of step 2, then ``finalize`` without polish (status) chunk by chunk.
 
-Each lane follows its own single-QP iteration (its own rho, elastic weight and
-checks) and gets its own status; it may stop at a different step than a single solve
-with in-loop polishing, since lockstep rounds polish only in ``finalize``.
+Each lane follows its own FlexQP iteration (its own rho, elastic weight and checks)
+and gets its own status; where it stops depends on the polish points (step 2), so it
+may take other steps than a single solve, whose in-loop polish runs at fixed steps.
 """
 
 from __future__ import annotations
@@ -36,8 +43,8 @@ import jax.numpy as jnp
 
 from jaxsolve.core.batch import _put, _take  # the lane gather/scatter of solve_batch(compact=)
 from jaxsolve.core.driver import _advance, _done, _final
-from jaxsolve.core.protocol import Solver
-from jaxsolve.qp.flexqp import WarmStart
+from jaxsolve.core.protocol import BoundFn, Solver
+from jaxsolve.qp.flexqp import WarmStart, _factor, _final_polish, _polish_state
 
 __all__ = ["solve_lockstep"]
 
@@ -55,15 +62,42 @@ def _select(mask, new, old):
     return jax.tree.map(pick, new, old)
 
 
-def _steps(solver: Solver):
+def _steps(solver: Solver, defer_refactor: bool = False):
     """The solver's step vmapped over a chunk in lockstep (lane-uniform branches)."""
     step_fn, hp = solver.step.fn, solver.step.hp
     opts = solver.step._static.call_options
 
     def lane_step(state, args, active):
-        return step_fn(state, args, hp=hp, lanes=_LANES, active=active, **opts)
+        kw = {"defer_refactor": True} if defer_refactor else {}
+        return step_fn(state, args, hp=hp, lanes=_LANES, active=active, **opts, **kw)
 
     return jax.vmap(lane_step, axis_name=_LANES)
+
+
+def _refactor(s, need, rho_new, inverse, h):
+    """Factor ``K(rho_new)`` for the lanes in ``need`` only, ``h`` lanes at a time.
+
+    In lockstep a rho change of one lane used to refactor the whole chunk (the
+    ``lax.cond`` is shared by the lanes); here the lanes that moved rho are gathered
+    (about 6 of 32 per such step on random QPs at n = 20), factored, and written back.
+    A factor with a non-finite entry is not taken (the lane keeps its rho), as in the
+    step's own refactorization.
+    """
+    order = jnp.argsort(~need, stable=True)
+    n_groups = (jnp.sum(need) + h - 1) // h
+
+    def group(j, carry):
+        L, rho = carry
+        idx = jax.lax.dynamic_slice(order, (j * h,), (h,))
+        data = _take(s.data, idx)
+        Lnew = jax.vmap(lambda d, r: _factor(d, r, inverse))(data, rho_new[idx])
+        ok = need[idx] & jnp.all(jnp.isfinite(Lnew), axis=(-2, -1))
+        L = L.at[idx].set(jnp.where(ok[:, None, None], Lnew, L[idx]))
+        rho = rho.at[idx].set(jnp.where(ok, rho_new[idx], rho[idx]))
+        return L, rho
+
+    L, rho = jax.lax.fori_loop(0, n_groups, group, (s.L, s.rho))
+    return s._replace(L=jax.lax.stop_gradient(L), rho=jax.lax.stop_gradient(rho))
 
 
 def _by_chunks(fn, tree, g):
@@ -74,7 +108,9 @@ def _by_chunks(fn, tree, g):
     return jax.tree.map(lambda v: v.reshape((size,) + v.shape[2:]), out)
 
 
-@partial(jax.jit, static_argnames=("max_steps", "chunk", "keep", "tail"))
+@partial(
+    jax.jit, static_argnames=("max_steps", "chunk", "keep", "tail", "polish_at", "refactor_lanes")
+)
 def solve_lockstep(
     solver: Solver,
     tail_solver: Solver,
@@ -86,21 +122,26 @@ def solve_lockstep(
     chunk: int = 32,
     keep: int = 4,
     tail: int = 8,
+    polish_at: float = 1e-3,
+    refactor_lanes: int = 8,
 ):
     """Solve a batch (leading axis on every leaf of ``x0`` and ``qp``) in lockstep chunks.
 
-    Rounds: the running lanes are gathered into chunks of ``chunk`` lanes, each chunk
-    runs in lockstep until at most ``1/keep`` of the lanes it started with still run
-    (``lax.pmax`` keeps FlexQP's refactor/polish ``lax.cond`` real branches, see the
-    module docstring); the lanes left over are re-chunked in the next round. When at
-    most ``tail`` lanes still run, they finish one at a time with ``tail_solver``
-    (real branches). ``finalize`` then runs chunk by chunk.
+    Rounds (see the module docstring): the lanes below their polish threshold are
+    polished, gathered in chunks; the running lanes are gathered into chunks of
+    ``chunk`` lanes, each chunk runs in lockstep until at most ``1/keep`` of the lanes
+    it started with still run, refactoring only the lanes whose rho moved; the lanes
+    left over are re-chunked in the next round. When at most ``tail`` lanes still run,
+    they finish one at a time with ``tail_solver`` (real branches). ``finalize`` then
+    polishes the converged lanes not yet polished and decides every status.
 
     Args:
-        solver: a :func:`~jaxsolve.qp.flexqp` solver (its ``step`` takes ``lanes`` and
-            ``active``).
+        solver: a :func:`~jaxsolve.qp.flexqp` solver (its ``step`` takes ``lanes``,
+            ``active`` and ``defer_refactor``).
         tail_solver: the solver for the last ``tail`` lanes (same hyperparameters, may
-            differ in static options such as ``polish_every``).
+            differ in static options such as ``polish_every``); ``max_steps`` counts its
+            steps (a step of ``solver`` counts as ``check_every`` of ``solver`` over
+            that of ``tail_solver``).
         x0: batched starting points (arrays or a batched :class:`~jaxsolve.qp.WarmStart`).
         qp: a batched :class:`~jaxsolve.qp.QP`.
         tol: tolerance on FlexQP's error.
@@ -108,12 +149,17 @@ def solve_lockstep(
         chunk: lanes stepped together (the batch is padded to a multiple of it).
         keep: a chunk stops when no more than ``1/keep`` of its lanes still run.
         tail: lanes finished one at a time at the end.
+        polish_at: error below which a lane is first polished between rounds (then
+            10x below the error it reached); 0 polishes only in finalize.
+        refactor_lanes: lanes factored together after a rho change; 0 keeps the
+            chunk-wide ``lax.cond`` of the step (every lane of the chunk refactors).
 
     Returns:
-        A batched :class:`~jaxsolve.Solution` with a status per lane. A lane takes the
-        steps of its single solve with ``solver`` (same predicates; arithmetic equal up
-        to the order of floating-point sums) until it ends, or until it is one of the
-        last ``tail`` lanes and continues with ``tail_solver``.
+        A batched :class:`~jaxsolve.Solution` with a status per lane. Between polishes
+        a lane takes the steps of its single solve with ``solver`` (same predicates;
+        arithmetic equal up to rounding: the batched ADMM block multiplies by ``1/rho``
+        where the single-QP one divides) until it ends, or until it is one of the last
+        ``tail`` lanes and continues with ``tail_solver``.
     """
     size = jax.tree.leaves(qp)[0].shape[0]
     g = max(1, min(int(chunk), size))
@@ -128,9 +174,9 @@ def solve_lockstep(
 
     def start(a):
         # A warm start whose active set is already right ends at its first polish in
-        # the single-QP loop (in-loop polish at step 1). Lockstep rounds polish only in
-        # finalize, so warm-started lanes that start near a solution (error <= _NEAR)
-        # are polished here, chunk-wide when any lane is near; a lane whose polished
+        # the single-QP loop (in-loop polish at step 1). Lockstep rounds polish a lane
+        # only below polish_at, so warm-started lanes that start near a solution
+        # (error <= _NEAR) get finalize's fuller polish here, chunk-wide when any lane is near; a lane whose polished
         # point meets tol ends at once, the others start from their own point.
         x0c, qc = a
         s = jax.vmap(solver.init)(x0c, qc)
@@ -145,41 +191,100 @@ def solve_lockstep(
             return s
         return jax.lax.cond(jnp.any(near), polish, lambda s: s, s)
 
-    pool = _by_chunks(start, (x0, qp), g)
+    # init has no lane-uniform branches to share: larger chunks (up to ~8 MB of problem
+    # data) cut XLA's per-operation overhead of Ruiz's passes; same numbers per lane
+    gi = g
+    per_lane = sum(v[0].size * v.dtype.itemsize for v in jax.tree.leaves(qp))
+    while n_chunks % (2 * gi // g) == 0 and 2 * gi * per_lane <= 8 * 2**20:
+        gi *= 2
+    pool = _by_chunks(start, (x0, qp), gi)
     k = jnp.zeros((n_lanes,), jnp.int32)
-    step = _steps(solver)
+    # per-lane polish threshold: a lane pauses when its error falls below it, is
+    # polished between rounds, and its threshold drops below its (new) error
+    thr = jnp.full((n_lanes,), polish_at if polish_at > 0 else -1.0, qp.q.dtype)
+    hp = solver.step.hp
+    sopts = solver.step._static.call_options
+    h = min(int(refactor_lanes), g)
+    # k counts steps of tail_solver: a round's step of check_every ADMM iterations counts
+    # as check_every / tail's check_every of them (the same iteration budget)
+    w = max(1, solver.step.static["check_every"] // tail_solver.step.static["check_every"])
+    step = _steps(solver, defer_refactor=h > 0)
+    polish_one = partial(
+        _polish_state,
+        hp=hp,
+        polish_refine=sopts["polish_refine"],
+        polish_passes=sopts["polish_passes"],
+    )
 
-    def running(s, k):
+    def active(s, k):
         return ~_done(s, tol) & (k < max_steps)
 
+    def running(s, k, t):
+        return active(s, k) & ~(s.error <= t)
+
     def run_chunk(c, carry, order):
-        pool, k = carry
+        pool, k, thr, fresh = carry
         idx = jax.lax.dynamic_slice(order, (c * g,), (g,))
-        s, kk, args = _take(pool, idx), k[idx], _take(qp, idx)
-        n0 = jnp.sum(running(s, kk))
+        s, kk, tt, args = _take(pool, idx), k[idx], thr[idx], _take(qp, idx)
+        n0 = jnp.sum(running(s, kk, tt))
         stop = n0 // keep
 
         def cond(inner):
             s, kk = inner
-            return jnp.sum(running(s, kk)) > stop
+            return jnp.sum(running(s, kk, tt)) > stop
 
         def body(inner):
             s, kk = inner
-            run = running(s, kk)
-            new, _ = step(s, args, run)
+            run = running(s, kk, tt)
+            new, info = step(s, args, run)
             # the scaled problem data is the same in both: select the iterates only
-            kept = _select(run, new._replace(data=None), s._replace(data=None))
-            return kept._replace(data=s.data), kk + run.astype(jnp.int32)
+            # (and with deferred refactorization the step leaves the factor as it was)
+            fixed = {"data": None, "L": None} if h > 0 else {"data": None}
+            kept = _select(run, new._replace(**fixed), s._replace(**fixed))
+            kept = kept._replace(data=s.data, L=s.L) if h > 0 else kept._replace(data=s.data)
+            if h > 0:
+                need = info.rho_changed & run
+                kept = jax.lax.cond(
+                    jnp.any(need),
+                    lambda t: _refactor(t, need, info.rho, sopts["kkt_inverse"], h),
+                    lambda t: t,
+                    kept,
+                )
+            return kept, kk + w * run.astype(jnp.int32)
 
         s, kk = jax.lax.while_loop(cond, body, (s, kk))
         # the problem data never changes: write back the iterates only
         dyn = lambda t: t._replace(data=None)  # noqa: E731
         pool = _put(dyn(pool), dyn(s), idx)._replace(data=pool.data)
-        return pool, k.at[idx].set(kk)
+        return pool, k.at[idx].set(kk), thr, fresh
+
+    def polish_chunk(c, carry, order, cand):
+        pool, k, thr, fresh = carry
+        idx = jax.lax.dynamic_slice(order, (c * g,), (g,))
+        s, args, want = _take(pool, idx), _take(qp, idx), cand[idx]
+        new = jax.vmap(polish_one)(s, args)
+        s = _select(want, new._replace(data=None), s._replace(data=None))
+        dyn = lambda t: t._replace(data=None)  # noqa: E731
+        pool = _put(dyn(pool), s, idx)._replace(data=pool.data)
+        t = jnp.where(want, 0.1 * jnp.minimum(thr[idx], s.error), thr[idx])
+        # a lane that ends at this polish is not polished again in finalize
+        f = fresh[idx] | (want & (s.error <= tol))
+        return pool, k, thr.at[idx].set(t), fresh.at[idx].set(f)
 
     def round_(carry):
-        pool, k = carry
-        run = running(pool, k)
+        pool, k, thr, fresh = carry
+        if polish_at > 0:
+            cand = active(pool, k) & (pool.error <= thr)
+            order = jnp.argsort(~cand, stable=True)
+            n_pol = (jnp.sum(cand) + g - 1) // g
+
+            def each_p(c, carry):
+                return jax.lax.cond(
+                    c < n_pol, lambda cr: polish_chunk(c, cr, order, cand), lambda cr: cr, carry
+                )
+
+            pool, k, thr, fresh = jax.lax.fori_loop(0, n_chunks, each_p, (pool, k, thr, fresh))
+        run = running(pool, k, thr)
         order = jnp.argsort(~run, stable=True)  # running lanes first
         n_busy = (jnp.sum(run) + g - 1) // g
 
@@ -188,13 +293,16 @@ def solve_lockstep(
                 c < n_busy, lambda cr: run_chunk(c, cr, order), lambda cr: cr, carry
             )
 
-        return jax.lax.fori_loop(0, n_chunks, each, (pool, k))
+        return jax.lax.fori_loop(0, n_chunks, each, (pool, k, thr, fresh))
 
-    pool, k = jax.lax.while_loop(lambda carry: jnp.sum(running(*carry)) > tail, round_, (pool, k))
+    fresh = jnp.zeros((n_lanes,), bool)
+    pool, k, thr, fresh = jax.lax.while_loop(
+        lambda carry: jnp.sum(active(carry[0], carry[1])) > tail, round_, (pool, k, thr, fresh)
+    )
 
     if tail > 0:
         # the last lanes, one after another with real branches
-        idx = jnp.argsort(~running(pool, k), stable=True)[:tail]
+        idx = jnp.argsort(~active(pool, k), stable=True)[:tail]
 
         def one(a):
             s, args, kk = a
@@ -204,6 +312,34 @@ def solve_lockstep(
         part, kk = jax.lax.map(one, (_take(pool, idx), _take(qp, idx), k[idx]))
         pool, k = _put(pool, part, idx), k.at[idx].set(kk)
 
+    fin = solver.finalize
+    if fin is not None and fin.static.get("polish", False):
+        # finalize's polish, gathered: only the converged lanes that did not end at an
+        # in-round polish (most lanes do); then finalize without polish, which gives
+        # the same state as finalize with it on each lane
+        want = (pool.error <= tol) & ~fresh
+        order = jnp.argsort(~want, stable=True)
+        n_pol = (jnp.sum(want) + g - 1) // g
+        fp = partial(
+            _final_polish,
+            hp=fin.hp,
+            polish_refine=fin.static["polish_refine"],
+            polish_passes=fin.static["polish_passes"],
+            polish_fine=fin.static["polish_fine"],
+        )
+
+        def final_polish(c, pool):
+            idx = jax.lax.dynamic_slice(order, (c * g,), (g,))
+            s, args, w = _take(pool, idx), _take(qp, idx), want[idx]
+            new = jax.vmap(fp)(s, args, w)
+            dyn = lambda t: t._replace(data=None)  # noqa: E731
+            s = _select(w, dyn(new), dyn(s))
+            return _put(dyn(pool), s, idx)._replace(data=pool.data)
+
+        pool = jax.lax.fori_loop(0, n_pol, final_polish, pool)
+        solver = solver._replace(
+            finalize=BoundFn(fin.fn, fin.hp, **{**fin.static, "polish": False})
+        )
     final = lambda a: jax.vmap(lambda s, q, kk: _final(solver, s, q, tol, kk, None))(*a)  # noqa: E731
     sol = _by_chunks(final, (pool, qp, k), g)
     return jax.tree.map(lambda v: v[:size], sol)

@@ -220,9 +220,10 @@ def solve_qp(
             overhead dominates one small problem's iteration) while a chunk's data stays
             in cache. ``"lockstep"`` needs ``loop="while"`` without history (else
             ``"map"`` runs). Same answers and statuses either way (lanes may stop at a
-            different step: lockstep rounds polish only in ``finalize``, at the start
-            of a warm start, and in the last lanes); all work under ``jit``, ``vmap``
-            and ``grad``.
+            different step: lockstep rounds polish a lane, between rounds, when its
+            error first falls below 1e-3, and their step is ``check_every`` = 20 ADMM
+            iterations with rho moved at any check, unless ``check_every`` or
+            ``rho_every`` is given); all work under ``jit``, ``vmap`` and ``grad``.
         **hyper: hyperparameters of :func:`~jaxsolve.qp.flexqp`; ``polish_every``
             defaults to 5 for a single QP and 1 for a batch (``polish_passes`` 1 and
             ``polish_fine`` 0 there), ``rho_every`` to 1 for a single QP and 3 for a
@@ -247,6 +248,7 @@ def solve_qp(
     if batch == "lockstep" and (loop != "while" or history):
         batch = "map"
     user_polish_every = "polish_every" in hyper
+    user_checks = "check_every" in hyper or "rho_every" in hyper
     # In-loop polishing pays off for single solves (warm starts end at the first
     # polish). In a batch the lax.cond becomes a select and the polish runs on every
     # step anyway, so it is attempted on every step with one pass: it ends the slow
@@ -285,10 +287,22 @@ def solve_qp(
         return _solve_one(solver, x0, qp, tol, max_steps, loop, implicit, history)
 
     if batched and batch == "lockstep":
-        # In lockstep an in-loop polish is taken for the whole chunk as soon as one lane
-        # attempts it, so the lockstep rounds polish only in finalize; the last `tail`
-        # lanes (the slow ones, one at a time) keep the batch's in-loop polish.
-        lock = solver if user_polish_every else flexqp(**{**hyper, "polish_every": 0})
+        # In lockstep an in-loop polish would be taken for the whole chunk as soon as
+        # one lane attempts it, so the rounds' step does not polish: lanes are polished
+        # between rounds, gathered, once their error is below 1e-3 (solve_lockstep's
+        # polish_at); the last `tail` lanes (the slow ones, one at a time) keep the
+        # batch's in-loop polish.
+        lock_hyper = dict(hyper)
+        if not user_polish_every:
+            lock_hyper["polish_every"] = 0
+        if not user_checks:
+            # lockstep rounds check every 20 ADMM iterations and may move rho at each
+            # check (rho every 20 iterations, was 30): the checks are a third of a
+            # step's overhead, and lanes now end at an in-round polish, not at the last
+            # iterations (1024 random QPs, n = 20: 98 ADMM iterations per lane, as
+            # with 10; 10-15% less CPU time)
+            lock_hyper["check_every"], lock_hyper["rho_every"] = 20, 1
+        lock = flexqp(**lock_hyper) if lock_hyper != hyper else solver
         opts = (
             ("max_steps", int(max_steps)),
             ("chunk", _lockstep_chunk(qp)),

@@ -42,11 +42,11 @@ def mixed():
         jnp.zeros((B,), f64),
     )
     sol = solve_qp(qp, cold, tol=1e-9, max_steps=3000, batch="lockstep")
-    return qp, sol
+    return qp, sol, cold
 
 
 def test_lockstep_statuses_and_answers_against_osqp_and_highs(mixed):
-    qp, sol = mixed
+    qp, sol, _ = mixed
     status = np.asarray(sol.status)
     assert sol.x.shape == (N_FEAS + N_INF, N)
     assert sol.counts() == {"SUCCESS": N_FEAS, "INFEASIBLE": N_INF}
@@ -66,7 +66,7 @@ def test_lockstep_statuses_and_answers_against_osqp_and_highs(mixed):
 def test_lockstep_warm_start(mixed):
     """Warm-started from the batch's solution after a small change of q: the same
     statuses, the answers of OSQP, at most half the ADMM iterations."""
-    qp, cold = mixed
+    qp, cold, _ = mixed
     moved = qp._replace(q=qp.q * 1.001)
     warm = solve_qp(moved, tol=1e-9, max_steps=3000, warm_start=cold, batch="lockstep")
     np.testing.assert_array_equal(np.asarray(warm.status), np.asarray(cold.status))
@@ -78,11 +78,12 @@ def test_lockstep_warm_start(mixed):
 def test_lockstep_implicit_gradient(mixed):
     """jax.grad through a lockstep batch (implicit KKT derivatives, lane by lane) against
     central differences of the batch along a random direction of q."""
-    qp, _ = mixed
+    qp, _, x0 = mixed
     d = jax.random.normal(jax.random.key(7), qp.q.shape)
 
     def loss(q):
-        x = solve_qp(qp._replace(q=q), tol=1e-9, max_steps=3000, batch="lockstep").x
+        # x0: the fixture's cold start, so the two differences reuse its compilation
+        x = solve_qp(qp._replace(q=q), x0, tol=1e-9, max_steps=3000, batch="lockstep").x
         return jnp.sum(jnp.sin(x[:N_FEAS]))
 
     g = jax.grad(loss)(qp.q)
