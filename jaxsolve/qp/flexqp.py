@@ -173,17 +173,20 @@ def _prox(v, lo, up, t):
     return jnp.where(v > up, jnp.maximum(up, v - t), jnp.where(v < lo, jnp.minimum(lo, v + t), v))
 
 
-def _relaxed_update(zh, y, rv, mv, lo, up):
+def _relaxed_update(zh, y, rv, mv, lo, up, ri=None):
     """``z = prox_{(mu/rho) dist}(v)``, ``y = rho (v - z)`` with ``v = zh + y/rho``.
 
     Written without forming ``v - mu/rho``: with large elastic weights ``v`` and
     ``mu/rho`` are huge and nearly cancel on violated rows; here a violated row gets
-    ``z = zh + (y - mu)/rho`` and ``y = mu`` exactly.
+    ``z = zh + (y - mu)/rho`` and ``y = mu`` exactly. ``ri``: ``1 / rv`` taken once
+    by the caller (lockstep batches: a multiply instead of three divides per row and
+    iteration; equal to the division form up to rounding).
     """
-    v = zh + y / rv
+    over = (lambda a: a / rv) if ri is None else (lambda a: a * ri)  # noqa: E731
+    v = zh + over(y)
     above, below = v > up, v < lo
-    z_up = zh + (y - mv) / rv
-    z_lo = zh + (y + mv) / rv
+    z_up = zh + over(y - mv)
+    z_lo = zh + over(y + mv)
     sat_up, sat_lo = above & (z_up >= up), below & (z_lo <= lo)
     z = jnp.where(
         sat_up, z_up, jnp.where(above, up, jnp.where(sat_lo, z_lo, jnp.where(below, lo, v)))
@@ -336,43 +339,9 @@ def _admm_block(d: Scaled, L, xs, zs, ys, rho, level, hp, k, inverse, recip=Fals
     mv = _mu_vec(d, level)
     sigma, alpha = _sigma(hp, xs.dtype), hp["alpha"]
 
-    if recip:
-        # Lockstep batches: the same iteration with 1 / rho taken once per block (a
-        # multiply instead of three divides per row and iteration, and no divide that
-        # XLA:CPU keeps as a separate kernel: 10 iterations of 32 lanes at n = 20 went
-        # from ~110 to ~90 us). Equal to the division form up to rounding; the violated
-        # rows keep the non-cancelling ``zh + (y -+ mu) / rho`` form.
-        ri = 1.0 / rv
-
-        def body(_, carry):
-            x, z, y = carry
-            rhs = sigma * x - d.q + d.A.T @ (rv * z - y)
-            xt = L @ rhs if inverse else cho_solve((L, True), rhs)
-            zt = d.A @ xt
-            xn = alpha * xt + (1 - alpha) * x
-            zh = alpha * zt + (1 - alpha) * z
-            v = zh + y * ri
-            above, below = v > d.u, v < d.l
-            z_up = zh + (y - mv) * ri
-            z_lo = zh + (y + mv) * ri
-            sat_up, sat_lo = above & (z_up >= d.u), below & (z_lo <= d.l)
-            zn = jnp.where(
-                sat_up,
-                z_up,
-                jnp.where(above, d.u, jnp.where(sat_lo, z_lo, jnp.where(below, d.l, v))),
-            )
-            yn = jnp.where(
-                sat_up,
-                mv,
-                jnp.where(
-                    above,
-                    y + rv * (zh - d.u),
-                    jnp.where(sat_lo, -mv, jnp.where(below, y + rv * (zh - d.l), 0.0)),
-                ),
-            )
-            return xn, zn, yn
-
-        return jax.lax.fori_loop(0, k, body, (xs, zs, ys))
+    # Lockstep batches take 1 / rho once per block: no divide that XLA:CPU keeps as a
+    # separate kernel (10 iterations of 32 lanes at n = 20: ~110 -> ~90 us).
+    ri = 1.0 / rv if recip else None
 
     def body(_, carry):
         x, z, y = carry
@@ -381,7 +350,7 @@ def _admm_block(d: Scaled, L, xs, zs, ys, rho, level, hp, k, inverse, recip=Fals
         zt = d.A @ xt
         xn = alpha * xt + (1 - alpha) * x
         zh = alpha * zt + (1 - alpha) * z
-        zn, yn = _relaxed_update(zh, y, rv, mv, d.l, d.u)
+        zn, yn = _relaxed_update(zh, y, rv, mv, d.l, d.u, ri)
         return xn, zn, yn
 
     return jax.lax.fori_loop(0, k, body, (xs, zs, ys))
@@ -487,7 +456,6 @@ def _step(
         # ADMM iterates continue from it otherwise unchanged. Under vmap the lax.cond
         # becomes a select, so batched users keep polish_every=0 (the default).
         pending = new_level < hp["mu_max"]
-        delta = jnp.maximum(hp["delta"], 1e3 * jnp.finfo(dtype).eps)
         err_now = jnp.maximum(res.kkt, jnp.where(pending, res.sat, 0.0))
         # steps 1, 2, 4, 8, ... (early: warm starts) and every polish_every-th step
         k = state.iter_num + 1
@@ -495,15 +463,19 @@ def _step(
 
         def try_polish(_):
             res_now = res._replace(error=err_now)
-            xp, zp, yp, rp = _polish(
-                d, xs, zs, ys, new_level, delta, polish_refine, polish_passes, pending, res_now
+            return _polish_in_loop(
+                d,
+                xs,
+                zs,
+                ys,
+                new_level,
+                res_now,
+                hp,
+                polish_refine,
+                polish_passes,
+                pending,
+                attempt,
             )
-            # Relative errors saturate near 1 on poor points, so "lower" alone could swap
-            # a far-off ADMM iterate for a garbage one and derail the iteration: keep the
-            # polished point only when it is an order of magnitude better and small.
-            ok = (rp.error <= 0.1 * err_now) & (rp.error <= 1e-3) & attempt
-            pick = lambda a, b: jnp.where(ok, a, b)
-            return pick(xp, xs), pick(zp, zs), pick(yp, ys), jax.tree.map(pick, rp, res_now)
 
         xs, zs, ys, res = jax.lax.cond(
             uniform(attempt), try_polish, lambda _: (xs, zs, ys, res), None
@@ -654,6 +626,21 @@ def _polish(
     return best
 
 
+def _polish_in_loop(d: Scaled, xs, zs, ys, level, res, hp, refine, passes, pending, attempt=True):
+    """The in-loop polish rule: polish, keep the polished point only if it is better.
+
+    Relative errors saturate near 1 on poor points, so "lower" alone could swap a
+    far-off ADMM iterate for a garbage one and derail the iteration: the polished point
+    is kept only when it is an order of magnitude better than ``res.error`` and at most
+    ``1e-3``. Returns the kept ``(xs, zs, ys, residuals)``.
+    """
+    delta = jnp.maximum(hp["delta"], 1e3 * jnp.finfo(xs.dtype).eps)
+    xp, zp, yp, rp = _polish(d, xs, zs, ys, level, delta, refine, passes, pending, res)
+    ok = (rp.error <= 0.1 * res.error) & (rp.error <= 1e-3) & attempt
+    pick = lambda a, b: jnp.where(ok, a, b)  # noqa: E731
+    return pick(xp, xs), pick(zp, zs), pick(yp, ys), jax.tree.map(pick, rp, res)
+
+
 def _polish_state(state: FlexQPState, qp: QP, *, hp, polish_refine, polish_passes):
     """The in-loop polish of :func:`_step` applied to a state on its own.
 
@@ -669,14 +656,9 @@ def _polish_state(state: FlexQPState, qp: QP, *, hp, polish_refine, polish_passe
     pending = state.mu_level < hp["mu_max"]
     xs, zs, ys = state.xs, state.zs, state.ys
     res = _residuals(d, xs, zs, ys, pending)
-    delta = jnp.maximum(hp["delta"], 1e3 * jnp.finfo(dtype).eps)
-    xp, zp, yp, rp = _polish(
-        d, xs, zs, ys, state.mu_level, delta, polish_refine, polish_passes, pending, res
+    xs, zs, ys, res = _polish_in_loop(
+        d, xs, zs, ys, state.mu_level, res, hp, polish_refine, polish_passes, pending
     )
-    ok = (rp.error <= 0.1 * res.error) & (rp.error <= 1e-3)
-    pick = lambda a, b: jnp.where(ok, a, b)  # noqa: E731
-    xs, zs, ys = pick(xp, xs), pick(zp, zs), pick(yp, ys)
-    res = jax.tree.map(pick, rp, res)
     x, z, y = _unscale(d, xs, zs, ys)
     return state._replace(
         x=x,
