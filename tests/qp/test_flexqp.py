@@ -8,6 +8,7 @@ import pytest
 
 from jaxsolve.core import Status
 from jaxsolve.qp import QP, problems, solve_qp, validate_qp
+from jaxsolve.qp.certify import exclusion_radius
 from tests.qp._refs import min_l1_violation, osqp_ref, proxsuite_ref, rel
 
 INF = np.inf
@@ -94,7 +95,10 @@ def test_exactness_threshold_and_adaptive_mu():
     below = solve_qp(qp, mu=0.5 * ystar / c, mu_max=0.5 * ystar / c, tol=1e-9, max_steps=3000)
     assert float(jnp.max(below.state.viol)) > 1e-3  # inexact: constraints violated ...
     assert float(jnp.max(jnp.abs(below.state.y))) <= 0.5 * ystar * (1 + 1e-9)  # ... duals clipped
-    assert int(below.status) == Status.INFEASIBLE  # reported, never a false SUCCESS
+    # ... and reported MAX_STEPS with the violation in its error: never a false SUCCESS,
+    # and never INFEASIBLE either (the constraints can be met; the cap is too small)
+    assert int(below.status) == Status.MAX_STEPS
+    assert float(below.error) > 1e-3
 
 
 def test_polish_lands_on_vertex_of_nearly_parallel_active_rows():
@@ -137,6 +141,89 @@ def test_infeasible_minimizes_l1_violation_like_highs():
         assert abs(viol.sum() - value) <= 1e-6 * value
         np.testing.assert_array_equal(np.nonzero(viol > 1e-7)[0], np.nonzero(v_lp > 1e-7)[0])
         assert np.all(np.isfinite(np.asarray(sol.x[i])))
+
+
+def _contradictory(n=8, m=16):
+    """Infeasible: rows x1 <= 0 and x1 >= 1 with the objective's minimizer (x1 = 1/2)
+    between them, so every relaxed solution keeps x1 there and A'w = 0 exactly."""
+    P, q = np.eye(n), np.zeros(n)
+    q[0] = -0.5
+    A = np.zeros((m, n))
+    A[0, 0] = A[1, 0] = 1.0
+    A[2 : 2 + n] = np.eye(n)
+    l, u = np.full(m, -INF), np.full(m, INF)
+    u[0], l[1] = 0.0, 1.0
+    l[2 : 2 + n], u[2 : 2 + n] = -2.0, 2.0
+    return QP(P, q, A, l, u)
+
+
+def test_violation_at_the_cap_is_infeasible_only_with_a_certificate():
+    """A run that converges at mu_max with rows violated is INFEASIBLE only when the
+    exclusion radius certifies it; a feasible QP whose multipliers exceed mu_max (the
+    Maros-Meszaros QPCBOEI2 failure, here with a small cap) is MAX_STEPS. One lockstep
+    batch mixes both, at the shape of the infeasible batch above (one compilation)."""
+    feas = [problems.random_qp(jax.random.key(s), 8, 16) for s in (3, 4)]
+    lanes = [_np(feas[0]), _contradictory(), _np(feas[1]), _pad(_hostile_zero_row(), 16)]
+    ystar = min(np.max(np.abs(osqp_ref(qp)[1])) for qp in feas)
+    # mu is in cost-scaled units (about 1/ystar of the user's here): far below y*
+    sol = solve_qp(_stack(lanes), mu=0.05, mu_max=0.05, tol=1e-9, max_steps=3000)
+    assert [Status(int(s)).name for s in sol.status] == [
+        "MAX_STEPS",
+        "INFEASIBLE",
+        "MAX_STEPS",
+        "INFEASIBLE",
+    ]
+    for i in (0, 2):
+        assert float(jnp.max(jnp.abs(sol.state.y[i]))) < 0.5 * ystar  # the cap is below y*
+        assert float(jnp.max(sol.state.viol[i])) > 1e-3  # so rows stay violated ...
+        assert float(sol.error[i]) > 1e-3  # ... and the error says so
+        assert osqp_ref(lanes[i])[2] == "solved"  # although the QP is feasible
+    for i in (1, 3):
+        value, v_lp = min_l1_violation(lanes[i])
+        viol = np.asarray(sol.state.viol[i])
+        assert abs(viol.sum() - value) <= 1e-6 * value
+    # the zero row's violated set is unique (the contradictory pair's is not: every
+    # x1 in [0, 1] violates by 1 in total, HiGHS picks a vertex, FlexQP x1 = 1/2)
+    np.testing.assert_array_equal(np.nonzero(np.asarray(sol.state.viol[3]) > 1e-7)[0], [0])
+    np.testing.assert_array_equal(np.nonzero(v_lp > 1e-7)[0], [0])
+    np.testing.assert_allclose(sol.x[1][0], 0.5, atol=1e-8)
+
+
+def test_exclusion_radius_is_a_valid_bound():
+    """Theorem of jaxsolve.qp.certify: for ANY (x, z, w) no point meeting the constraints
+    lies within the radius of x. Random systems with a known feasible point x_f: the
+    radius never exceeds ||x_f - x||_inf; a Farkas pair (rows a'x <= 0, a'x >= 1) gives
+    a radius bounded only by the rounding pad."""
+    rng = np.random.default_rng(0)
+    worst = 0.0
+    for _ in range(200):
+        m, n = 7, 4
+        A = rng.standard_normal((m, n)) * 10.0 ** rng.uniform(-3, 3, (m, 1))
+        xf = rng.standard_normal(n)
+        Axf = A @ xf
+        l = np.where(rng.random(m) < 0.3, -INF, Axf - rng.uniform(0, 1, m) * (rng.random(m) < 0.7))
+        u = np.where(rng.random(m) < 0.3, INF, Axf + rng.uniform(0, 1, m) * (rng.random(m) < 0.7))
+        x = xf + rng.standard_normal(n) * 10.0 ** rng.uniform(-6, 1)
+        z = A @ x + rng.standard_normal(m) * 10.0 ** rng.uniform(-6, 0)
+        w = rng.uniform(-1.2, 1.2, m)
+        E, D = 10.0 ** rng.uniform(-2, 2, m), 10.0 ** rng.uniform(-2, 2, n)
+        r = float(exclusion_radius(A, l, u, x, z, w))
+        worst = max(worst, r / np.max(np.abs(xf - x)))
+        # the same radius from Ruiz-scaled data (A_s = E A D, x_s = x / D, ...)
+        As = E[:, None] * A * D[None, :]
+        rs = float(exclusion_radius(As, E * l, E * u, x / D, E * z, w, E, D))
+        assert rs / np.max(np.abs(xf - x)) <= 1.0 + 1e-9
+    assert worst <= 1.0 + 1e-9
+    A = np.array([[1.0, 0.0], [1.0, 0.0]])
+    r = exclusion_radius(
+        A,
+        np.array([-INF, 1.0]),
+        np.array([0.0, INF]),
+        np.array([0.5, 3.0]),
+        np.array([0.5, 0.5]),
+        np.array([1.0, -1.0]),
+    )
+    assert float(r) >= 1e13  # A'w = 0: only the rounding pad 10 eps |A|'|w| bounds it
 
 
 # ---------------------------------------------------------------- hostile input
@@ -231,6 +318,14 @@ def _hostile():
         )
     )
     return [(name, _pad(qp, _M), st) for name, qp, st in cases]
+
+
+def _hostile_zero_row(n=8):
+    """Infeasible: a zero row with 0 outside its bounds [1, 2], a box elsewhere whose
+    bounds the objective's minimizer does not reach."""
+    A = np.vstack([np.zeros((1, n)), np.eye(n)])
+    l, u = np.r_[1.0, -np.ones(n)], np.r_[2.0, np.ones(n)]
+    return QP(np.eye(n), np.linspace(-0.5, 0.5, n), A, l, u)
 
 
 @pytest.fixture(scope="module")
