@@ -42,7 +42,9 @@ compares the wrong scales; :math:`R` compares distances in the units of ``x``.
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 __all__ = ["exclusion_radius", "RADIUS_FACTOR"]
 
@@ -53,12 +55,23 @@ __all__ = ["exclusion_radius", "RADIUS_FACTOR"]
 RADIUS_FACTOR = 10.0
 
 
-def exclusion_radius(A, l, u, x, z, w, row_scale=None, col_scale=None):
+def exclusion_radius(
+    A: ArrayLike,
+    l: ArrayLike,
+    u: ArrayLike,
+    x: ArrayLike,
+    z: ArrayLike,
+    w: ArrayLike,
+    row_scale: ArrayLike | None = None,
+    col_scale: ArrayLike | None = None,
+) -> jax.Array:
     r"""Radius around ``x`` (infinity norm) that contains no point with ``l <= A x' <= u``.
 
     Args:
-        A, l, u: the constraints (``(m, n)``, ``(m,)``, ``(m,)``; infinite bounds allowed).
-        x: the center (``(n,)``).
+        A: the constraint matrix, ``(m, n)``.
+        l: lower bounds, ``(m,)`` (``-inf`` allowed).
+        u: upper bounds, ``(m,)`` (``inf`` allowed).
+        x: the center, ``(n,)``.
         z: a point of ``R^m`` at which ``w`` is a subgradient of the l1 distance
             ``V(z) = sum_i dist(z_i, [l_i, u_i])`` (FlexQP: the relaxed copy of ``A x``).
         w: its subgradient (FlexQP: ``y / mu``), clipped to ``[-1, 1]``. ``z`` is first
@@ -66,18 +79,19 @@ def exclusion_radius(A, l, u, x, z, w, row_scale=None, col_scale=None):
             bound for ``0 < |w| < 1``, into ``[l, u]`` for ``w = 0``, beyond the bound
             for ``|w| = 1``): a rounding-level offset of ``z`` changes ``V`` by as much,
             so the result is valid whatever ``z`` and ``w`` are.
-        row_scale, col_scale: optional positive factors ``E`` (``(m,)``) and ``D``
-            (``(n,)``) when the data are Ruiz-scaled (``A = E A_u D``, ``l = E l_u``,
-            ``u = E u_u``, ``z = E z_u``, ``x = x_u / D``): the radius is then that of the
-            unscaled problem, in the unscaled variables, while the comparisons of ``z``
-            with the bounds are made exactly on the scaled data (a row that FlexQP put on
-            its bound stays on it). ``w`` is in the unscaled units (``|w| <= 1``).
+        row_scale: optional positive row factors ``E`` (``(m,)``) of Ruiz-scaled data
+            (``A = E A_u D``, ``l = E l_u``, ``u = E u_u``, ``z = E z_u``,
+            ``x = x_u / D``): the radius is then that of the unscaled problem, in the
+            unscaled variables, while ``z`` is compared with the bounds exactly on the
+            scaled data (a row that FlexQP put on its bound stays on it). ``w`` is in
+            the unscaled units (``|w| <= 1``).
+        col_scale: optional positive column factors ``D`` (``(n,)``), as ``row_scale``.
 
     Returns:
-        :math:`R = (V(z) - w^\top (z - A x)) / \|A^\top w\|_1` (see the module docstring),
-        ``inf`` when ``A'w = 0`` with a positive numerator (a Farkas certificate), and
-        ``<= 0`` when ``z`` is feasible. The denominator is padded by
-        ``10 eps ||(|A|' |w|)||_1`` so that rounding in ``A'w`` cannot inflate ``R``.
+        The radius ``R = (V(z) - w'(z - A x)) / ||A'w||_1`` (see the module docstring),
+            ``inf`` when ``A'w = 0`` with a positive numerator (a Farkas certificate),
+            and ``<= 0`` when ``z`` is feasible. The denominator is padded by
+            ``10 eps ||(|A|' |w|)||_1`` so that rounding in ``A'w`` cannot inflate ``R``.
     """
     dtype = jnp.result_type(A, x)
     one = jnp.ones((), dtype)
