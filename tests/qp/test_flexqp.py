@@ -603,3 +603,24 @@ def test_maros_meszaros_loader():
     assert int(sol.status) == Status.SUCCESS and rel(sol.x[:2], x_ref) <= 1e-6
     with pytest.raises(ValueError, match="not found"):
         load_maros_meszaros("NO_SUCH_PROBLEM")
+
+
+@pytest.mark.slow
+def test_qpcboei2_feasible_with_huge_multipliers_is_not_infeasible():
+    """Regression of the false INFEASIBLE on Maros-Meszaros QPCBOEI2 (feasible: HiGHS and
+    proxsuite solve it; optimal multipliers 1.3e8, above the elastic cap). FlexQP's
+    relaxed problem converges at the cap with rows violated by ~5e-6 relative (while
+    the least-l1-violation LP, HiGHS, is 0); the
+    exclusion radius (about 1 for ||x||_inf ~ 660) does not certify infeasibility, so the
+    status is MAX_STEPS with the violation in the error. Slow: 71000 ADMM iterations."""
+    from jaxsolve.qp.problems import load_maros_meszaros
+
+    qp = load_maros_meszaros("QPCBOEI2")
+    sol = solve_qp(qp, tol=1e-6, max_steps=10000, implicit=False)
+    assert int(sol.status) == Status.MAX_STEPS, Status(int(sol.status)).name
+    assert 1e-6 < float(sol.error) < 1e-4
+    st = sol.state
+    r = exclusion_radius(qp.A, qp.l, qp.u, st.x, st.z, st.y / st.mu)
+    assert float(r) < 0.01 * float(jnp.max(jnp.abs(st.x)))
+    value, _ = min_l1_violation(qp)  # HiGHS: the constraints can all be met
+    assert value <= 1e-9
