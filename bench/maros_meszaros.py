@@ -269,14 +269,16 @@ WHY = {
     ),
     "QPCBOEI2": (
         "its optimal multipliers reach 1.26e8 (Clarabel) for |q| <= 7 and |A| <= 3000, far "
-        "above the elastic cap mu_max / c = 1.1e6 (user units): the relaxed problem's "
-        "solution violates rows by 5e-6 relative with multipliers at the cap, so FlexQP "
-        "reports INFEASIBLE (the documented meaning: constraints not met at weight mu_max; "
-        "x is the least-violation point at that weight). With 20000 iterations it stopped "
-        "at MAX_STEPS instead. A higher cap does not rescue it: mu_max = 1e9 ends at "
-        "MAX_STEPS after 100000 iterations (KKT 4e-5, the weight grown only to 1.1e7, "
-        "multipliers at it), mu = 1e7 with mu_max = 1e10 at KKT 3e-3 after 20000. OSQP "
-        "declares it primal infeasible; proxsuite solves it in seconds."
+        "above the elastic cap mu_max / c = 1.1e6 (user units): the relaxed problem converges "
+        "(71000 ADMM iterations) to a point that violates rows by 4.8e-6 relative with "
+        "multipliers at the cap. FlexQP now reports MAX_STEPS (error 4.8e-6 = the relative "
+        "violation), no longer a false INFEASIBLE: the infeasibility certificate "
+        "(jaxsolve.qp.certify) excludes feasible points only within 0.98 of x, while "
+        "||x||_inf = 658 (INFEASIBLE needs 10 max(1, ||x||_inf)). A higher cap does not "
+        "rescue it: mu_max = 1e9 ends at MAX_STEPS after 100000 iterations (KKT 4e-5, the "
+        "weight grown only to 1.1e7, multipliers at it), mu = 1e7 with mu_max = 1e10 at KKT "
+        "3e-3 after 20000. OSQP declares it primal infeasible (its relative Farkas test passes "
+        "here: A'w = -(Px + q)/mu is small, but x is large); proxsuite solves it in seconds."
     ),
     "QSHARE1B": (
         "LP-like (P on a few variables): needs about 33000 ADMM iterations (at 20000 the "
@@ -290,7 +292,12 @@ WHY = {
         "alpha = 1, 25 Ruiz passes, sigma 1e-3, a larger elastic weight all stay at 3e-4 or "
         "worse after 10000 iterations. Ends MAX_STEPS, never a false SUCCESS. OSQP at 1e-10 "
         "with 400000 iterations reaches only violation 2.8e-5 and proxsuite declares it "
-        "infeasible: the reference is HiGHS and Clarabel (they agree to 10 digits)."
+        "infeasible: the reference is HiGHS and Clarabel (they agree to 10 digits). Tried "
+        "since: rho changed at most every 10 or 50 checks (rho_every) converges, at 32500 and "
+        "52500 iterations, but a general damping rule (the wait between rho changes doubled "
+        "after each reversal, up to 64 checks) does not (KKT 1.4e-2 at 100000, rho still "
+        "between 0.07 and 0.4): which rho the iteration settles on decides it, not the number "
+        "of changes, and QSCAGR7 and QE226 need rho adapted at every check, so no general fix."
     ),
 }
 

@@ -19,6 +19,7 @@ import jax.numpy as jnp
 from jax.scipy.linalg import cho_solve, solve_triangular
 
 from jaxsolve.core import Solver, Status, make_solver
+from jaxsolve.qp.certify import RADIUS_FACTOR, exclusion_radius
 from jaxsolve.qp.problem import QP
 
 __all__ = ["flexqp", "FlexQPState", "FlexQPInfo", "WarmStart"]
@@ -71,7 +72,9 @@ class FlexQPState(NamedTuple):
         iter_num: number of steps taken (one step = ``check_every`` ADMM iterations).
         error: relative KKT residual of the relaxed problem, plus the remaining
             constraint violation while the elastic weight can still grow.
-        status: solver-declared status (``UNBOUNDED``; ``INFEASIBLE`` after finalize).
+        status: solver-declared status (``UNBOUNDED``; after finalize ``INFEASIBLE``
+            when certified, ``MAX_STEPS`` when converged at ``mu_max`` with rows violated
+            but no certificate).
         y: multipliers of the rows of A, OSQP convention (``y > 0``: upper bound
             active, ``y < 0``: lower bound active); ``|y| <= mu``.
         z: the relaxed copy of ``A x`` (outside ``[l, u]`` only on violated rows).
@@ -749,12 +752,26 @@ def _finalize(
         res = jax.tree.map(lambda a, b: jnp.where(ok, a, b), rp, res)
     x, z, y = _unscale(d, xs, zs, ys)
     tiny = 1e3 * jnp.finfo(dtype).eps
-    infeasible = converged & (res.sat > jnp.maximum(10.0 * res.error, tiny))
+    # Converged at the weight cap with rows still violated: the QP is infeasible, or
+    # feasible with multipliers above mu_max (the relaxation is then inexact). Only a
+    # certificate tells them apart (jaxsolve.qp.certify): INFEASIBLE needs no point
+    # meeting the constraints within RADIUS_FACTOR * max(1, ||x||_inf) of x; otherwise
+    # the run is reported MAX_STEPS with the violation in its error (raise mu_max).
+    suspect = converged & (res.sat > jnp.maximum(10.0 * res.error, tiny))
+    # w = y / mu in user units (= E ys / level): |w| <= 1, w in the subdifferential
+    radius = exclusion_radius(d.A, d.l, d.u, xs, zs, ys / _mu_vec(d, state.mu_level), d.E, d.D)
+    certified = radius >= RADIUS_FACTOR * jnp.maximum(1.0, _amax(x))
+    infeasible = suspect & certified
     status = jnp.where(
         state.status != Status.SUCCESS,
         state.status,
-        jnp.where(infeasible, jnp.int32(Status.INFEASIBLE), jnp.int32(Status.SUCCESS)),
+        jnp.where(
+            infeasible,
+            jnp.int32(Status.INFEASIBLE),
+            jnp.where(suspect, jnp.int32(Status.MAX_STEPS), jnp.int32(Status.SUCCESS)),
+        ),
     ).astype(jnp.int32)
+    error = jnp.where(suspect & ~certified, jnp.maximum(res.error, res.sat), res.error)
     return state._replace(
         x=x,
         y=y,
@@ -762,7 +779,7 @@ def _finalize(
         xs=xs,
         zs=zs,
         ys=ys,
-        error=res.error.astype(dtype),
+        error=error.astype(dtype),
         kkt=res.kkt,
         status=status,
         viol=qp.violation(x),
@@ -828,12 +845,22 @@ def flexqp(
     * ``error`` = max of the relative relaxed KKT residuals and duality gap (OSQP 1.x's
       criteria with ``eps_abs = eps_rel = tol``) and, while ``mu < mu_max``, the relative violation.
       So ``SUCCESS`` always means a feasible point (to ``tol``); an infeasible QP
-      converges only at ``mu_max`` and then ``finalize`` declares ``INFEASIBLE``.
+      converges only at ``mu_max``, with rows still violated.
+    * ``INFEASIBLE`` needs evidence. Rows violated at ``mu_max`` also happen on a
+      *feasible* QP whose optimal multipliers exceed ``mu_max`` (Thm 3.1 then does not
+      apply; Maros-Meszaros QPCBOEI2). ``finalize`` computes, from the relaxed solution
+      and ``w = y / mu`` (a subgradient of the l1 violation ``V`` at ``z``), the radius
+      ``R = (V(z) - w'(z - A x)) / ||A'w||_1`` within which no point meets the
+      constraints (:func:`jaxsolve.qp.certify.exclusion_radius`), and declares
+      ``INFEASIBLE`` only if ``R >= 10 max(1, ||x||_inf)``. Otherwise the run ends
+      ``MAX_STEPS`` with the relative violation in its ``error``: the QP may be
+      feasible with multipliers above ``mu_max``; raise ``mu_max`` (an infeasible QP's
+      ``R`` grows in proportion to it).
     * ``finalize`` polishes (active-set KKT solve with ``polish_refine`` refinement
       steps, ``polish_passes`` primal-dual active-set passes, then ``polish_fine`` passes
       with a 100x smaller regularization when those did not reach a rounding-level
       error; kept only if it lowers the error) and decides ``INFEASIBLE`` only when
-      the run converged.
+      the run converged and the certificate above holds.
     * ``UNBOUNDED``: OSQP's dual-infeasibility certificate on the step over a block, on
       three consecutive checks (the relaxed problem is then unbounded for every mu).
 
