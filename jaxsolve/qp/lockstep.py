@@ -12,7 +12,10 @@ cache. A batch of ``B`` QPs of one shape runs as:
    warm start with the right active set ends there, as at the single-QP loop's first
    in-loop polish);
 2. rounds. First the lanes whose error fell below their polish threshold
-   (``polish_at``, then 10x below the error each polish left) are polished, gathered
+   (``polish_at``, then 10x below the error each polish left), or that reached their
+   polish checkpoint (32 steps, then 16 more after each polish there: a lane whose
+   ADMM error stalls above the threshold, as float32 infeasible QPs do, is still
+   polished, as the single-QP loop polishes at fixed steps), are polished, gathered
    in chunks, with the rule of the single-QP in-loop polish (kept when 10x better and
    below 1e-3): most lanes end there, with their active set right, long before the
    ADMM iterate itself meets ``tol`` (on 1024 random QPs about 3/4 of the lanes end at
@@ -219,23 +222,28 @@ def solve_lockstep(
     def active(s, k):
         return ~_done(s, tol) & (k < max_steps)
 
-    def running(s, k, t):
-        return active(s, k) & ~(s.error <= t)
+    def running(s, k, t, nx):
+        # a lane pauses (for the next round's polish) below its threshold or at its
+        # polish checkpoint nx, like the single-QP loop's polish at steps 1, 2, 4, ...:
+        # a lane whose ADMM error stalls above the threshold (float32, infeasible QPs)
+        # still gets polished, at 32 steps and every 16 steps after (32 float32
+        # infeasible QPs at n = 20: 19 MAX_STEPS instead of 25, the lax.map path 18)
+        return active(s, k) & ~(s.error <= t) & (k < nx)
 
     def run_chunk(c, carry, order):
-        pool, k, thr, fresh = carry
+        pool, k, thr, fresh, nxt = carry
         idx = jax.lax.dynamic_slice(order, (c * g,), (g,))
-        s, kk, tt, args = _take(pool, idx), k[idx], thr[idx], _take(qp, idx)
-        n0 = jnp.sum(running(s, kk, tt))
+        s, kk, tt, nx, args = _take(pool, idx), k[idx], thr[idx], nxt[idx], _take(qp, idx)
+        n0 = jnp.sum(running(s, kk, tt, nx))
         stop = n0 // keep
 
         def cond(inner):
             s, kk = inner
-            return jnp.sum(running(s, kk, tt)) > stop
+            return jnp.sum(running(s, kk, tt, nx)) > stop
 
         def body(inner):
             s, kk = inner
-            run = running(s, kk, tt)
+            run = running(s, kk, tt, nx)
             new, info = step(s, args, run)
             # the scaled problem data is the same in both: select the iterates only
             # (and with deferred refactorization the step leaves the factor as it was)
@@ -256,10 +264,10 @@ def solve_lockstep(
         # the problem data never changes: write back the iterates only
         dyn = lambda t: t._replace(data=None)  # noqa: E731
         pool = _put(dyn(pool), dyn(s), idx)._replace(data=pool.data)
-        return pool, k.at[idx].set(kk), thr, fresh
+        return pool, k.at[idx].set(kk), thr, fresh, nxt
 
     def polish_chunk(c, carry, order, cand):
-        pool, k, thr, fresh = carry
+        pool, k, thr, fresh, nxt = carry
         idx = jax.lax.dynamic_slice(order, (c * g,), (g,))
         s, args, want = _take(pool, idx), _take(qp, idx), cand[idx]
         new = jax.vmap(polish_one)(s, args)
@@ -269,12 +277,13 @@ def solve_lockstep(
         t = jnp.where(want, 0.1 * jnp.minimum(thr[idx], s.error), thr[idx])
         # a lane that ends at this polish is not polished again in finalize
         f = fresh[idx] | (want & (s.error <= tol))
-        return pool, k, thr.at[idx].set(t), fresh.at[idx].set(f)
+        nx = jnp.where(want & (k[idx] >= nxt[idx]), k[idx] + 16, nxt[idx])
+        return pool, k, thr.at[idx].set(t), fresh.at[idx].set(f), nxt.at[idx].set(nx)
 
     def round_(carry):
-        pool, k, thr, fresh = carry
+        pool, k, thr, fresh, nxt = carry
         if polish_at > 0:
-            cand = active(pool, k) & (pool.error <= thr)
+            cand = active(pool, k) & ((pool.error <= thr) | (k >= nxt))
             order = jnp.argsort(~cand, stable=True)
             n_pol = (jnp.sum(cand) + g - 1) // g
 
@@ -283,8 +292,10 @@ def solve_lockstep(
                     c < n_pol, lambda cr: polish_chunk(c, cr, order, cand), lambda cr: cr, carry
                 )
 
-            pool, k, thr, fresh = jax.lax.fori_loop(0, n_chunks, each_p, (pool, k, thr, fresh))
-        run = running(pool, k, thr)
+            pool, k, thr, fresh, nxt = jax.lax.fori_loop(
+                0, n_chunks, each_p, (pool, k, thr, fresh, nxt)
+            )
+        run = running(pool, k, thr, nxt)
         order = jnp.argsort(~run, stable=True)  # running lanes first
         n_busy = (jnp.sum(run) + g - 1) // g
 
@@ -293,11 +304,15 @@ def solve_lockstep(
                 c < n_busy, lambda cr: run_chunk(c, cr, order), lambda cr: cr, carry
             )
 
-        return jax.lax.fori_loop(0, n_chunks, each, (pool, k, thr, fresh))
+        return jax.lax.fori_loop(0, n_chunks, each, (pool, k, thr, fresh, nxt))
 
     fresh = jnp.zeros((n_lanes,), bool)
-    pool, k, thr, fresh = jax.lax.while_loop(
-        lambda carry: jnp.sum(active(carry[0], carry[1])) > tail, round_, (pool, k, thr, fresh)
+    # polish checkpoints (in steps of tail_solver): none without in-round polishing
+    nxt = jnp.full((n_lanes,), 32 if polish_at > 0 else max_steps, jnp.int32)
+    pool, k, thr, fresh, nxt = jax.lax.while_loop(
+        lambda carry: jnp.sum(active(carry[0], carry[1])) > tail,
+        round_,
+        (pool, k, thr, fresh, nxt),
     )
 
     if tail > 0:
