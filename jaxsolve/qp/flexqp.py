@@ -681,10 +681,10 @@ def _final_polish(
 ):
     """The polish of :func:`_finalize` alone: the state with the polished iterates.
 
-    ``_finalize(polish=False)`` of the result equals ``_finalize(polish=True)`` of
-    ``state`` (the residuals at the taken point are recomputed there, with the same
-    function). Lockstep batches use it on the lanes that still need it: a lane that
-    ended at an in-round polish (:func:`_polish_state`) is not polished twice.
+    :func:`_finalize` with ``polish`` is this followed by :func:`_finalize` without it
+    (the residuals at the kept point are recomputed there). Lockstep batches use it
+    on the lanes that still need it: a lane that ended at an in-round polish
+    (:func:`_polish_state`) is not polished twice.
     """
     dtype = state.xs.dtype
     hp = _hp(hp, dtype)
@@ -723,33 +723,23 @@ def _finalize(
     polish_passes,
     polish_fine,
 ):
+    if polish:
+        # Polish only a converged run (as OSQP): it sharpens an answer, it does not
+        # turn a stopped run into a success.
+        state = _final_polish(
+            state,
+            qp,
+            converged,
+            hp=hp,
+            polish_refine=polish_refine,
+            polish_passes=polish_passes,
+            polish_fine=polish_fine,
+        )
     dtype = state.xs.dtype
     hp = _hp(hp, dtype)
     d = state.data
-    pending_on = state.mu_level < hp["mu_max"]
     xs, zs, ys = state.xs, state.zs, state.ys
-    res = _residuals(d, xs, zs, ys, pending_on)
-    if polish:
-        delta = jnp.maximum(hp["delta"], 1e3 * jnp.finfo(dtype).eps)
-        xp, zp, yp, rp = _polish(
-            d,
-            xs,
-            zs,
-            ys,
-            state.mu_level,
-            delta,
-            polish_refine,
-            polish_passes,
-            pending_on,
-            res,
-            fine=polish_fine,
-            fine_refine=4 * polish_refine,
-        )
-        # Polish only a converged run (as OSQP): it sharpens an answer, it does not
-        # turn a stopped run into a success.
-        ok = converged & jnp.isfinite(rp.error) & (rp.error < res.error)
-        xs, zs, ys = (jnp.where(ok, a, b) for a, b in ((xp, xs), (zp, zs), (yp, ys)))
-        res = jax.tree.map(lambda a, b: jnp.where(ok, a, b), rp, res)
+    res = _residuals(d, xs, zs, ys, state.mu_level < hp["mu_max"])
     x, z, y = _unscale(d, xs, zs, ys)
     tiny = 1e3 * jnp.finfo(dtype).eps
     # Converged at the weight cap with rows still violated: the QP is infeasible, or
