@@ -221,7 +221,7 @@ def solve_qp(
             in cache. ``"lockstep"`` needs ``loop="while"`` without history (else
             ``"map"`` runs). Same answers and statuses either way (lanes may stop at a
             different step: lockstep rounds polish a lane, between rounds, when its
-            error first falls below 1e-3, and their step is ``check_every`` = 20 ADMM
+            error first falls below 1e-3 or at its polish checkpoints, and their step is ``check_every`` = 20 ADMM
             iterations with rho moved at any check, unless ``check_every`` or
             ``rho_every`` is given); all work under ``jit``, ``vmap`` and ``grad``.
         **hyper: hyperparameters of :func:`~jaxsolve.qp.flexqp`; ``polish_every``
