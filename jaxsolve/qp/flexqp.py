@@ -644,6 +644,15 @@ def _polish_in_loop(d: Scaled, xs, zs, ys, level, res, hp, refine, passes, pendi
     return pick(xp, xs), pick(zp, zs), pick(yp, ys), jax.tree.map(pick, rp, res)
 
 
+def _at(state: FlexQPState, xs, zs, ys, error, kkt, **more) -> FlexQPState:
+    """``state`` moved to the scaled iterates ``(xs, zs, ys)`` (and their user-unit
+    ``x, z, y``) with the given error, KKT residual and further fields."""
+    x, z, y = _unscale(state.data, xs, zs, ys)
+    return state._replace(
+        x=x, y=y, z=z, xs=xs, zs=zs, ys=ys, error=error.astype(xs.dtype), kkt=kkt, **more
+    )
+
+
 def _polish_state(state: FlexQPState, qp: QP, *, hp, polish_refine, polish_passes):
     """The in-loop polish of :func:`_step` applied to a state on its own.
 
@@ -662,18 +671,8 @@ def _polish_state(state: FlexQPState, qp: QP, *, hp, polish_refine, polish_passe
     xs, zs, ys, res = _polish_in_loop(
         d, xs, zs, ys, state.mu_level, res, hp, polish_refine, polish_passes, pending
     )
-    x, z, y = _unscale(d, xs, zs, ys)
-    return state._replace(
-        x=x,
-        y=y,
-        z=z,
-        xs=xs,
-        zs=zs,
-        ys=ys,
-        error=res.error.astype(dtype),
-        kkt=res.kkt,
-        viol=jnp.maximum(res.Ax / d.E - d.up, 0) + jnp.maximum(d.lo - res.Ax / d.E, 0),
-    )
+    viol = jnp.maximum(res.Ax / d.E - d.up, 0) + jnp.maximum(d.lo - res.Ax / d.E, 0)
+    return _at(state, xs, zs, ys, res.error, res.kkt, viol=viol)
 
 
 def _final_polish(
@@ -762,18 +761,7 @@ def _finalize(
         ),
     ).astype(jnp.int32)
     error = jnp.where(suspect & ~certified, jnp.maximum(res.error, res.sat), res.error)
-    return state._replace(
-        x=x,
-        y=y,
-        z=z,
-        xs=xs,
-        zs=zs,
-        ys=ys,
-        error=error.astype(dtype),
-        kkt=res.kkt,
-        status=status,
-        viol=qp.violation(x),
-    )
+    return _at(state, xs, zs, ys, error, res.kkt, status=status, viol=qp.violation(x))
 
 
 def flexqp(
