@@ -42,8 +42,16 @@ def laplacian(w):
 
 
 def ratio_cut_cost(f, w):
-    """``tr((F^T L F)(F^T F)^{-1})`` with ``L F = (W 1) * F - W F`` (no ``n x n`` Laplacian formed)."""
-    lf = jnp.sum(w, axis=1)[:, None] * f - w @ f
+    """``tr((F^T L F)(F^T F)^{-1})`` with ``L F = (W 1) * F - W F`` (no ``n x n`` Laplacian formed).
+
+    ``w``: the affinity matrix, or its neighbour lists ``(idx, val, degree)`` as built
+    for sparse graphs by the solvers (``L F`` then costs ``O(n k c)``).
+    """
+    if isinstance(w, tuple):
+        idx, val, deg = w
+        lf = deg[:, None] * f - jnp.sum(val[:, :, None] * f[idx], axis=1)
+    else:
+        lf = jnp.sum(w, axis=1)[:, None] * f - w @ f
     return jnp.trace(jnp.linalg.solve(f.T @ f, f.T @ lf))
 
 
@@ -70,22 +78,9 @@ def _graph(w):
     return jnp.asarray(idx), jnp.asarray(val), jnp.sum(w, axis=1)
 
 
-def _cost(f, g):
-    """``ratio_cut_cost`` on the graph of :func:`_graph` (dense matrix or neighbour lists)."""
-    if not isinstance(g, tuple):
-        return ratio_cut_cost(f, g)
-    idx, val, deg = g
-    lf = deg[:, None] * f - jnp.sum(val[:, :, None] * f[idx], axis=1)
-    return jnp.trace(jnp.linalg.solve(f.T @ f, f.T @ lf))
-
-
 def _ds_cost(z, args):
     g, b = args
-    return _cost(z @ b, g)
-
-
-def _rim_cost(f, g):
-    return _cost(f, g)
+    return ratio_cut_cost(z @ b, g)
 
 
 def _group_matrix(n, c, dtype):
@@ -247,7 +242,7 @@ def ratio_cut(
                 raise ValueError(f"init must have shape ({n}, {c}), got {x0.shape}")
             check_finite("init", x0)
         g = _graph(w)
-        sol = solve(_make_solver(solver, _rim_cost, m), x0, g, tol=tol, max_steps=max_steps)
+        sol = solve(_make_solver(solver, ratio_cut_cost, m), x0, g, tol=tol, max_steps=max_steps)
         f = sol.x
     else:
         if lower is not None or upper is not None:
