@@ -653,6 +653,14 @@ def _at(state: FlexQPState, xs, zs, ys, error, kkt, **more) -> FlexQPState:
     )
 
 
+def _residuals_now(state: FlexQPState, hp):
+    """``hp`` in the state's dtype, whether the elastic weight can still grow, and the
+    residuals at the state's own iterates."""
+    hp = _hp(hp, state.xs.dtype)
+    pending = state.mu_level < hp["mu_max"]
+    return hp, pending, _residuals(state.data, state.xs, state.zs, state.ys, pending)
+
+
 def _polish_state(state: FlexQPState, qp: QP, *, hp, polish_refine, polish_passes):
     """The in-loop polish of :func:`_step` applied to a state on its own.
 
@@ -662,12 +670,8 @@ def _polish_state(state: FlexQPState, qp: QP, *, hp, polish_refine, polish_passe
     polish), so a lane whose active set is already right ends there, and the others
     continue their ADMM iteration from the same (or the polished) point.
     """
-    dtype = state.xs.dtype
-    hp = _hp(hp, dtype)
-    d = state.data
-    pending = state.mu_level < hp["mu_max"]
-    xs, zs, ys = state.xs, state.zs, state.ys
-    res = _residuals(d, xs, zs, ys, pending)
+    hp, pending, res = _residuals_now(state, hp)
+    d, xs, zs, ys = state.data, state.xs, state.zs, state.ys
     xs, zs, ys, res = _polish_in_loop(
         d, xs, zs, ys, state.mu_level, res, hp, polish_refine, polish_passes, pending
     )
@@ -685,13 +689,9 @@ def _final_polish(
     on the lanes that still need it: a lane that ended at an in-round polish
     (:func:`_polish_state`) is not polished twice.
     """
-    dtype = state.xs.dtype
-    hp = _hp(hp, dtype)
-    d = state.data
-    pending_on = state.mu_level < hp["mu_max"]
-    xs, zs, ys = state.xs, state.zs, state.ys
-    res = _residuals(d, xs, zs, ys, pending_on)
-    delta = jnp.maximum(hp["delta"], 1e3 * jnp.finfo(dtype).eps)
+    hp, pending_on, res = _residuals_now(state, hp)
+    d, xs, zs, ys = state.data, state.xs, state.zs, state.ys
+    delta = jnp.maximum(hp["delta"], 1e3 * jnp.finfo(xs.dtype).eps)
     xp, zp, yp, rp = _polish(
         d,
         xs,
@@ -734,11 +734,9 @@ def _finalize(
             polish_passes=polish_passes,
             polish_fine=polish_fine,
         )
+    _, _, res = _residuals_now(state, hp)
     dtype = state.xs.dtype
-    hp = _hp(hp, dtype)
-    d = state.data
-    xs, zs, ys = state.xs, state.zs, state.ys
-    res = _residuals(d, xs, zs, ys, state.mu_level < hp["mu_max"])
+    d, xs, zs, ys = state.data, state.xs, state.zs, state.ys
     x, z, y = _unscale(d, xs, zs, ys)
     tiny = 1e3 * jnp.finfo(dtype).eps
     # Converged at the weight cap with rows still violated: the QP is infeasible, or
