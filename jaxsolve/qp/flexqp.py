@@ -158,17 +158,40 @@ def _rho_vec(data: Scaled, rho):
     return jnp.where(data.free, _FREE_RHO, jnp.where(data.eq, _EQ_WEIGHT * rho, rho))
 
 
+def _split_inverse(dtype) -> bool:
+    """Whether an inverse factor is kept as ``L^-1`` (two matrix-vector products per
+    solve) rather than ``K^-1`` (one): in float32, see :func:`_factor`."""
+    return dtype == jnp.float32
+
+
 def _factor(data: Scaled, rho, inverse=False):
     L = jnp.linalg.cholesky(data.K0 + rho * data.C)
     if not inverse:
         return L
-    # explicit inverse: one matmul per iteration instead of two triangular solves
-    # (much faster batched on CPU/GPU); ADMM tolerates it, polishing restores accuracy.
+    # explicit inverse: matrix-vector products per iteration instead of two triangular
+    # solves (much faster batched on CPU/GPU); ADMM tolerates it, polishing restores
+    # accuracy. L^-1: one triangular solve against the identity.
+    Li = solve_triangular(L, jnp.eye(L.shape[0], dtype=L.dtype), lower=True)
+    if _split_inverse(L.dtype):
+        # float32 keeps L^-1 and applies K^-1 b = L^-T (L^-1 b): its residual
+        # ||b - K x|| / (|K| |x|) stays at the Cholesky solve's ~1e-8, where the product
+        # K^-1 = L^-T L^-1 rounded to float32 (even from float64) leaves ~eps cond(K)
+        # (equality rows weigh 1e3 rho: 4e-6 on an equality-constrained QP whose ADMM
+        # then never converged; its relative KKT error stayed ~1)
+        return Li
     # K^-1 = L^-T L^-1: one triangular solve and a product (exactly symmetric), 1.45x
     # faster batched on XLA:CPU than cho_solve's two solves against the identity
     # (32 lanes at n = 20: 178 vs 261 us), same residual ||K X - I||.
-    Li = solve_triangular(L, jnp.eye(L.shape[0], dtype=L.dtype), lower=True)
     return Li.T @ Li
+
+
+def _solve_kkt(L, rhs, inverse):
+    """``K^-1 rhs`` from :func:`_factor`'s output."""
+    if not inverse:
+        return cho_solve((L, True), rhs)
+    if _split_inverse(L.dtype):
+        return L.T @ (L @ rhs)
+    return L @ rhs
 
 
 def _prox(v, lo, up, t):
@@ -349,7 +372,7 @@ def _admm_block(d: Scaled, L, xs, zs, ys, rho, level, hp, k, inverse, recip=Fals
     def body(_, carry):
         x, z, y = carry
         rhs = sigma * x - d.q + d.A.T @ (rv * z - y)
-        xt = L @ rhs if inverse else cho_solve((L, True), rhs)
+        xt = _solve_kkt(L, rhs, inverse)
         zt = d.A @ xt
         xn = alpha * xt + (1 - alpha) * x
         zh = alpha * zt + (1 - alpha) * z
@@ -858,7 +881,9 @@ def flexqp(
             step (a ``lax.cond`` becomes a select), so keep 0 for batches.
         kkt_inverse: keep the explicit inverse of ``P + sigma I + A'RA`` instead of its
             Cholesky factor (one matmul per iteration; faster batched, less accurate on
-            ill-conditioned problems).
+            ill-conditioned problems). float32 keeps ``L^-1`` (``K = L L'``) and
+            applies ``L^-T (L^-1 b)``: two products, with the backward accuracy of the
+            Cholesky solve, where the rounded ``K^-1`` loses ``eps cond(K)``.
 
     Returns:
         The solver: ``args`` is a :class:`~jaxsolve.qp.QP`, ``x0`` an ``(n,)`` array or a :class:`WarmStart`.
