@@ -580,7 +580,8 @@ def kmeans_newton(
             to the SDP solution and more ill-conditioned (the paper: a sharp transition).
         sigma0: initial cubic weight.
         sigma_min: smallest cubic weight.
-        eta1: acceptance threshold on the ratio ``rho`` (Manopt's ARC: 0.1; else ``sigma`` doubles).
+        eta1: acceptance threshold on the ratio ``rho`` (Manopt's ARC: 0.1; else ``sigma``
+            grows, see ``grow_max``).
         eta2: very-successful threshold (0.9; then ``sigma`` shrinks by 10).
         grow_max: a rejected step raises ``sigma`` to the weight whose cubic model
             ``f + m(p) + sigma/3 ||p||^3`` would have matched the actual ``f(x + p)``
