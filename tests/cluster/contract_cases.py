@@ -46,7 +46,11 @@ CASES = [
         hyper_variants=({"mu": 5e-2}, {"mu": 4e-2, "sigma0": 2.0}),
         vmap_rtol=1e-6,  # batched eigh/Cholesky round differently; steps must still match
         nan_args=_nan,
-        bad_inputs=(lambda: kmeans_newton(mu=-1.0), lambda: kmeans_newton(max_inner=0)),
+        bad_inputs=(
+            lambda: kmeans_newton(mu=-1.0),
+            lambda: kmeans_newton(max_inner=0),
+            lambda: kmeans_newton(grow_max=1.5),
+        ),
         float32_tol=1e-3,
         float32_must_succeed=False,
     ),
