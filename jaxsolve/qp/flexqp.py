@@ -543,6 +543,25 @@ def _classify(d: Scaled, zs, ys, sat_up, sat_lo):
     return act_up, act_lo
 
 
+def _reclassify(d: Scaled, Ax, y, mv):
+    """All five row states from a polished point (a primal-dual active-set step).
+
+    With ``v = A x + y`` (``y``: the unclipped multiplier of an active row, ``+-mu`` on
+    a violated one, 0 on an inactive one) a row is violated above when ``v > u + mu``
+    (a violated row whose ``A x`` is still above ``u``, or an active row whose
+    multiplier exceeds the elastic weight), active at ``u`` when ``u < v <= u + mu``,
+    inactive inside, and likewise below: the optimality conditions of the relaxed
+    problem, ``y = mu`` above ``u``, ``y in [0, mu]`` at ``u``, ``y = 0`` inside,
+    read as one semismooth equation. A violated row that the ADMM iterate got wrong
+    (its ``z`` outside the bounds by a rounding-level amount) is so corrected too.
+    """
+    v = Ax + y
+    sat_up = v > d.u + mv
+    sat_lo = v < d.l - mv
+    sat = sat_up | sat_lo
+    return sat_up, sat_lo, ~sat & (v > d.u), ~sat & (v < d.l)
+
+
 def _polish_once(d: Scaled, xs, ys, sat_up, sat_lo, act_up, act_lo, mv, delta, refine):
     """One active-set solve of the (relaxed) KKT system with iterative refinement."""
     dtype = xs.dtype
@@ -601,10 +620,15 @@ def _polish(
     ``z - l < -y``) and equality rows are active; the rest are inactive (``y = 0``).
     The regularized KKT system is reduced to ``(P + dI + A_a'A_a/d) x = ...`` and
     used for iterative refinement of the exact KKT system, started at the ADMM point.
-    Each further pass (``passes > 1``) re-classifies the rows from the polished point
-    by the same rule with ``z = A x`` and the unclipped active multipliers (a primal-dual
-    active-set step, Hintermueller, Ito & Kunisch 2002): a row that the ADMM iterate
-    put on the wrong side of its bound is corrected. The candidate with the smallest
+    Each further pass (``passes > 1``) re-classifies every row from the polished point
+    (:func:`_reclassify`: ``z = A x`` and the unclipped active multipliers; a
+    primal-dual active-set step, Hintermueller, Ito & Kunisch 2002): a row that the ADMM
+    iterate put on the wrong side of its bound is corrected, and so is a row it wrongly
+    read as violated or as satisfied (an active row whose multiplier exceeds the elastic
+    weight becomes violated; a violated row back inside its bounds, active or inactive).
+    On 32 random infeasible QPs (n = 20, m = 40) this shortened five single solves
+    (800 -> 325, 310 -> 220, 375 -> 250, 185 -> 120 and MAX_STEPS at 1000 -> 680 steps)
+    and lengthened none; the Maros-Meszaros statuses did not change. The candidate with the smallest
     error (and the input point, ``res0``) wins, so polishing never makes it worse.
 
     ``fine`` further passes use ``delta / 100`` and ``fine_refine`` refinement steps.
@@ -623,29 +647,30 @@ def _polish(
 
     def run(n_pass, dlt, ref, carry):
         def body(_, carry):
-            x, y, act_up, act_lo, best = carry
+            x, y, act_up, act_lo, sat_up, sat_lo, best = carry
             x, z, y, ya, Ax, act = _polish_once(
                 d, x, y, sat_up, sat_lo, act_up, act_lo, mv, dlt, ref
             )
             r = _residuals(d, x, z, y, pending)
             ok = jnp.isfinite(r.error) & (r.error < best[3].error)
             best = jax.tree.map(lambda a, b: jnp.where(ok, a, b), (x, z, y, r), best)
-            act_up, act_lo = _classify(d, Ax, jnp.where(act, ya, y), sat_up, sat_lo)
-            return x, y, act_up, act_lo, best
+            sat_up, sat_lo, act_up, act_lo = _reclassify(d, Ax, jnp.where(act, ya, y), mv)
+            return x, y, act_up, act_lo, sat_up, sat_lo, best
 
         return jax.lax.fori_loop(0, n_pass, body, carry)
 
-    carry = (xs, ys, act_up, act_lo, (xs, zs, ys, res0))
-    best = run(passes, delta, refine, carry)[4]
+    carry = (xs, ys, act_up, act_lo, sat_up, sat_lo, (xs, zs, ys, res0))
+    best = run(passes, delta, refine, carry)[6]
     if fine > 0:
         # Only when the first stage did not land on an exact point (error at rounding
         # level): restart from the best point so far (the input or a candidate).
         def run_fine(best):
             bx, bz, by, _ = best
-            b_up, b_lo = _classify(d, bz, by, sat_up, sat_lo)
+            s_up, s_lo = bz > d.u, bz < d.l
+            b_up, b_lo = _classify(d, bz, by, s_up, s_lo)
             # (not below 1e3 eps: in float32 the stage keeps delta, with more refinement)
             dfine = jnp.maximum(delta * 1e-2, 1e3 * jnp.finfo(xs.dtype).eps)
-            return run(fine, dfine, fine_refine, (bx, by, b_up, b_lo, best))[4]
+            return run(fine, dfine, fine_refine, (bx, by, b_up, b_lo, s_up, s_lo, best))[6]
 
         exact = best[3].error <= 1e3 * jnp.finfo(xs.dtype).eps
         best = jax.lax.cond(exact, lambda b: b, run_fine, best)
