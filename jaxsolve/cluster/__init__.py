@@ -1,6 +1,12 @@
 """Clustering on manifolds: K-means by cubic-regularized Riemannian Newton (paper 12), Ratio Cut on the RIM manifold (paper 14)."""
 
-from jaxsolve.cluster._problem import feasible_point, kmeans_manifold, lift, prepare_data
+from jaxsolve.cluster._problem import (
+    feasible_point,
+    kmeans_manifold,
+    lift,
+    prepare_data,
+    round_candidates,
+)
 from jaxsolve.cluster.centred_sphere import CentredSphere
 from jaxsolve.cluster.kmeans import kmeans
 from jaxsolve.cluster.kmeans_newton import kmeans_newton
@@ -27,4 +33,5 @@ __all__ = [
     "nlr_reference_options",
     "nlr_start",
     "prepare_data",
+    "round_candidates",
 ]

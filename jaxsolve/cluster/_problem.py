@@ -35,6 +35,7 @@ __all__ = [
     "prepare_data",
     "lift",
     "feasible_point",
+    "round_candidates",
     "round_labels",
     "lloyd",
     "inertia",
@@ -186,6 +187,30 @@ def round_labels(u, k: int, steps: int = 30):
     rows = u / jnp.maximum(jnp.linalg.norm(u, axis=1, keepdims=True), jnp.finfo(u.dtype).tiny)
     labels, _ = lloyd(rows, _farthest_first(rows, k), steps)
     return labels
+
+
+def round_candidates(u, x, k: int, steps: int = 30):
+    r"""Three roundings of ``Z = U U^T`` to labels, shape ``(3, n)``; all exact when ``Z``
+    is the block-diagonal cluster matrix, they differ when it is only near it.
+
+    Lloyd (farthest-first seeding, ``steps`` iterations) on (1) the normalized rows of
+    ``U`` (:func:`round_labels`), (2) the rows of ``U`` as they are, and (3) the denoised
+    points ``Z X``: row ``i`` is the ``Z``-weighted mean of the data seen from point
+    ``i`` (its cluster's mean for an exact ``Z``), the rounding of the K-means SDP by
+    Mixon, Villar and Ward (2017). Measured on scikit-learn's digits (K = 10, where
+    the relaxation at the default barrier is far from block-diagonal), each followed by
+    20 Lloyd steps in the data space: 1.0012 / 1.0078 / 1.0012 x scikit-learn's inertia
+    from one solution and 1.024 / 1.008 / 1.001 from the same solution computed with
+    another floating-point reduction order; (1) alone was the previous rounding.
+    :func:`jaxsolve.cluster.kmeans` keeps the candidate with the lowest K-means objective.
+    """
+    rows = u / jnp.maximum(jnp.linalg.norm(u, axis=1, keepdims=True), jnp.finfo(u.dtype).tiny)
+    dz = u @ (u.T @ x)
+    out = []
+    for pts in (rows, u, dz):
+        labels, _ = lloyd(pts, _farthest_first(pts, k), steps)
+        out.append(labels)
+    return jnp.stack(out)
 
 
 def centers_of(x, labels, k: int):

@@ -13,10 +13,11 @@ import numpy as np
 from jaxsolve.cluster._problem import (
     centers_of,
     feasible_point,
+    inertia,
     lift,
     lloyd,
     prepare_data,
-    round_labels,
+    round_candidates,
 )
 from jaxsolve.cluster.kmeans_newton import kmeans_newton
 from jaxsolve.cluster.nlr import nlr, nlr_start
@@ -36,10 +37,16 @@ def _check_k(name, k, n):
 
 @partial(jax.jit, static_argnames=("k", "polish"))
 def _finish(x, u, k, polish):
-    labels = round_labels(u, k)
-    if polish:
-        labels, _ = lloyd(x, centers_of(x, labels, k), polish)
-    return labels, centers_of(x, labels, k)
+    def refine(labels):
+        if polish:
+            labels, _ = lloyd(x, centers_of(x, labels, k), polish)
+        centers = centers_of(x, labels, k)
+        return labels, centers, inertia(x, labels, centers)
+
+    # u is (n, r) for both methods; Z X is formed in the data's own units
+    labels, centers, obj = jax.vmap(refine)(round_candidates(u, x.astype(u.dtype), k))
+    best = jnp.argmin(obj)
+    return labels[best], centers[best]
 
 
 def kmeans(
@@ -67,10 +74,12 @@ def kmeans(
     feasible start; ``**nlr_reference_options(X)`` (and ``max_steps=50_000``) gives the
     reference code's step and penalty (:func:`jaxsolve.cluster.nlr_reference_options`).
 
-    The relaxed solution ``Z = U U^T`` is rounded to labels by clustering the normalized
-    rows of ``U`` (exact when ``Z`` is the block-diagonal cluster matrix; paper 12,
-    Lemma 1), then ``polish`` Lloyd iterations in the data space refine the partition
-    (``polish=0`` returns the rounding of the relaxation as is).
+    The relaxed solution ``Z = U U^T`` is rounded to labels three ways
+    (:func:`jaxsolve.cluster.round_candidates`: clustering the normalized rows of ``U``,
+    its raw rows, and the denoised points ``Z X``; all exact when ``Z`` is the
+    block-diagonal cluster matrix, paper 12, Lemma 1), ``polish`` Lloyd iterations in the
+    data space refine each (``polish=0``: the roundings as they are), and the partition
+    with the lowest K-means objective is returned.
 
     Args:
         X: data, ``(n, d)`` floating, one point per row.
