@@ -392,7 +392,9 @@ def _factor_t(st, lam):
     kg = jnp.einsum("ia,jic->jac", st.xbar, rb).reshape(-1, d1 * p)  # (m_g, d1 p)
     gg = jnp.einsum("jib,lib->jl", tin, st.t_rgen)
     vals = jnp.concatenate([ksym.reshape(-1), kg.reshape(-1), gg.reshape(-1)])
-    dvec = jnp.concatenate([lam * lay.lam_diag, e_diag, jnp.zeros((lay.perm.size - lay.na,), dt)])
+    dvec = jnp.concatenate(
+        [lam * lay.lam_diag.astype(dt), e_diag, jnp.zeros((lay.perm.size - lay.na,), dt)]
+    )
     s = st.f0 - vals[lay.s_map] + jnp.diag(dvec)
     # a = data z (first d p), omega and the correction columns; c = the multipliers
     # nu (p, 1^T Xi = 0), eta (<V, Xi> = 0) and the vertical ones (m_v).
