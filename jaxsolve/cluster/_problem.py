@@ -204,10 +204,8 @@ def round_candidates(u, x, k: int, steps: int = 30):
     another floating-point reduction order; (1) alone was the previous rounding.
     :func:`jaxsolve.cluster.kmeans` keeps the candidate with the lowest K-means objective.
     """
-    rows = u / jnp.maximum(jnp.linalg.norm(u, axis=1, keepdims=True), jnp.finfo(u.dtype).tiny)
-    dz = u @ (u.T @ x)
-    out = []
-    for pts in (rows, u, dz):
+    out = [round_labels(u, k, steps)]
+    for pts in (u, u @ (u.T @ x)):
         labels, _ = lloyd(pts, _farthest_first(pts, k), steps)
         out.append(labels)
     return jnp.stack(out)

@@ -556,10 +556,8 @@ def _reclassify(d: Scaled, Ax, y, mv):
     (its ``z`` outside the bounds by a rounding-level amount) is so corrected too.
     """
     v = Ax + y
-    sat_up = v > d.u + mv
-    sat_lo = v < d.l - mv
-    sat = sat_up | sat_lo
-    return sat_up, sat_lo, ~sat & (v > d.u), ~sat & (v < d.l)
+    sat_up, sat_lo = v > d.u + mv, v < d.l - mv
+    return sat_up, sat_lo, *_classify(d, Ax, y, sat_up, sat_lo)
 
 
 def _polish_once(d: Scaled, xs, ys, sat_up, sat_lo, act_up, act_lo, mv, delta, refine):
@@ -628,8 +626,9 @@ def _polish(
     weight becomes violated; a violated row back inside its bounds, active or inactive).
     On 32 random infeasible QPs (n = 20, m = 40) this shortened five single solves
     (800 -> 325, 310 -> 220, 375 -> 250, 185 -> 120 and MAX_STEPS at 1000 -> 680 steps)
-    and lengthened none; the Maros-Meszaros statuses did not change. The candidate with the smallest
-    error (and the input point, ``res0``) wins, so polishing never makes it worse.
+    and lengthened none; the Maros-Meszaros statuses did not change. The candidate with
+    the smallest error (and the input point, ``res0``) wins, so polishing never makes it
+    worse.
 
     ``fine`` further passes use ``delta / 100`` and ``fine_refine`` refinement steps.
     On a degenerate active set (an LP-like QP whose active rows leave directions of
