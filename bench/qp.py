@@ -239,7 +239,7 @@ def main(argv=None):
     if ns.quick:  # CI: the batch='map' comparison row only in the full run
         ns.no_map = True
     sizes = [(20, 40)] if ns.quick else [(20, 40), (100, 150)]
-    repeat = 2
+    repeat = 5  # median of 5 timed calls (2 left the first-call warm-up in the median)
     peers = {"qpax": _have("qpax"), "jaxopt": _have("jaxopt"), "osqp": _have("osqp")}
     for k, v in peers.items():
         if not v:

@@ -639,3 +639,35 @@ def test_qpcboei2_feasible_with_huge_multipliers_is_not_infeasible():
     assert float(r) < 0.01 * float(jnp.max(jnp.abs(st.x)))
     value, _ = min_l1_violation(qp)  # HiGHS: the constraints can all be met
     assert value <= 1e-9
+
+
+def test_in_loop_polish_keeps_a_point_that_meets_tol():
+    """The in-loop polish keeps a polished point only when it is 10x better than the
+    ADMM point, or when its error is at most ``polish_accept`` (solve_qp: ``tol``).
+    The rule is tested on its own: the same polished point, against an ADMM error 2x
+    above it, is rejected without ``polish_accept`` and kept with it."""
+    import importlib
+
+    F = importlib.import_module(
+        "jaxsolve.qp.flexqp"
+    )  # the module (the package exports the function)
+    qp = problems.random_qp(jax.random.key(3), 10, 20)
+    solver = F.flexqp(polish_passes=1)
+    s = solver.init(jnp.zeros(10), qp)
+    for _ in range(2):
+        s, _ = solver.step(s, qp)
+    hp, pending, res = F._residuals_now(s, solver.step.hp)
+    d = s.data
+    delta = jnp.maximum(hp["delta"], 1e3 * jnp.finfo(s.xs.dtype).eps)
+    xp, _, _, rp = F._polish(d, s.xs, s.zs, s.ys, s.mu_level, delta, 5, 1, pending, res)
+    assert float(rp.error) < 1e-6 and float(res.error) > 10 * float(rp.error)
+    fake = res._replace(error=2.0 * rp.error)  # the polished point is only 2x better
+    for accept, kept in ((0.0, False), (3.0 * float(rp.error), True)):
+        h = {**hp, "polish_accept": jnp.asarray(accept)}
+        x, _, _, r = F._polish_in_loop(d, s.xs, s.zs, s.ys, s.mu_level, fake, h, 5, 1, pending)
+        assert bool(jnp.all(x == xp)) is kept
+        assert float(r.error) == (float(rp.error) if kept else float(fake.error))
+    # solve_qp passes its tol on
+    assert float(F.flexqp(polish_accept=1e-4).step.hp["polish_accept"]) == 1e-4
+    with pytest.raises(ValueError, match="polish_accept"):
+        F.flexqp(polish_accept=-1.0)
