@@ -237,11 +237,12 @@ def solve_qp(
             ``rho_every`` is given); all work under ``jit``, ``vmap`` and ``grad``.
         **hyper: hyperparameters of :func:`~jaxsolve.qp.flexqp`; ``polish_every``
             defaults to 5 for a single QP and 1 for a batch (``polish_passes`` 1 and
-            ``polish_fine`` 0 there), ``rho_every`` to 1, ``rho`` to 0.1 for a single QP and 1 for a batch (``_BATCH_RHO``:
-            on the equilibrated data of a batch of small QPs rho = 1 took 20-50% fewer
-            ADMM iterations on seven of eight problem classes), ``kkt_inverse`` to
-            True for a batch (float32 keeps ``L^-1`` and applies it twice, float64
-            keeps ``K^-1``: see :func:`~jaxsolve.qp.flexqp`).
+            ``polish_fine`` 0 there), ``rho_every`` to 1, ``rho`` to 0.1 for a single
+            QP and 1 for a batch (``_BATCH_RHO``: on the equilibrated data of a batch
+            of small QPs rho = 1 took 20-50% fewer ADMM iterations on seven of eight
+            problem classes), ``polish_accept`` to ``tol``, ``kkt_inverse`` to True for
+            a batch (float32 keeps ``L^-1`` and applies it twice, float64 keeps
+            ``K^-1``: see :func:`~jaxsolve.qp.flexqp`).
 
     Implicit differentiation: with ``F`` from :func:`kkt_residual`,
     :math:`\partial_{(x,y)} F\, (\dot x, \dot y) = -\partial_\theta F\, \dot\theta`
@@ -321,8 +322,8 @@ def solve_qp(
             # lockstep rounds check every 20 ADMM iterations and may move rho at each
             # check (rho every 20 iterations, was 30): the checks are a third of a
             # step's overhead, and lanes now end at an in-round polish, not at the last
-            # iterations (1024 random QPs, n = 20, rho started at 0.1: 98 ADMM iterations per lane, as
-            # with 10; 10-15% less CPU time)
+            # iterations (1024 random QPs, n = 20, rho started at 0.1: 98 ADMM
+            # iterations per lane, as with 10; 10-15% less CPU time)
             lock_hyper["check_every"], lock_hyper["rho_every"] = 20, 1
         lock = flexqp(**lock_hyper) if lock_hyper != hyper else solver
         opts = (

@@ -648,9 +648,8 @@ def test_in_loop_polish_keeps_a_point_that_meets_tol():
     above it, is rejected without ``polish_accept`` and kept with it."""
     import importlib
 
-    F = importlib.import_module(
-        "jaxsolve.qp.flexqp"
-    )  # the module (the package exports the function)
+    # the module (jaxsolve.qp exports the function under the same name)
+    F = importlib.import_module("jaxsolve.qp.flexqp")
     qp = problems.random_qp(jax.random.key(3), 10, 20)
     solver = F.flexqp(polish_passes=1)
     s = solver.init(jnp.zeros(10), qp)
@@ -667,7 +666,7 @@ def test_in_loop_polish_keeps_a_point_that_meets_tol():
         x, _, _, r = F._polish_in_loop(d, s.xs, s.zs, s.ys, s.mu_level, fake, h, 5, 1, pending)
         assert bool(jnp.all(x == xp)) is kept
         assert float(r.error) == (float(rp.error) if kept else float(fake.error))
-    # solve_qp passes its tol on
+    # the hyperparameter reaches the step (solve_qp sets it to its tol)
     assert float(F.flexqp(polish_accept=1e-4).step.hp["polish_accept"]) == 1e-4
     with pytest.raises(ValueError, match="polish_accept"):
         F.flexqp(polish_accept=-1.0)
