@@ -319,12 +319,12 @@ def solve_qp(
         if not user_polish_every:
             lock_hyper["polish_every"] = 0
         if not user_checks:
-            # lockstep rounds check every 20 ADMM iterations and may move rho at each
-            # check (rho every 20 iterations, was 30): the checks are a third of a
-            # step's overhead, and lanes now end at an in-round polish, not at the last
-            # iterations (1024 random QPs, n = 20, rho started at 0.1: 98 ADMM
-            # iterations per lane, as with 10; 10-15% less CPU time)
-            lock_hyper["check_every"], lock_hyper["rho_every"] = 20, 1
+            # lockstep rounds check every 20 ADMM iterations (rho may move at each
+            # check, rho_every=1 as above): the checks are a third of a step's
+            # overhead, and lanes end at an in-round polish, not at the last iterations
+            # (1024 random QPs, n = 20, rho started at 0.1: 98 ADMM iterations per
+            # lane, as with 10; 10-15% less CPU time)
+            lock_hyper["check_every"] = 20
         lock = flexqp(**lock_hyper) if lock_hyper != hyper else solver
         opts = (
             ("max_steps", int(max_steps)),
