@@ -244,10 +244,12 @@ def solve_qp(
             ``rho_every`` is given); all work under ``jit``, ``vmap`` and ``grad``.
         **hyper: hyperparameters of :func:`~jaxsolve.qp.flexqp`; ``polish_every``
             defaults to 5 for a single QP and 1 for a batch (``polish_passes`` 1 and
-            ``polish_fine`` 0 there), ``rho_every`` to 1, ``rho`` to 0.1 for a single
+            ``polish_fine`` 0 there; a lockstep batch's last lanes, run one at a time,
+            keep 5), ``rho_every`` to 1, ``rho`` to 0.1 for a single
             QP and 1 for a batch (``_BATCH_RHO``: on the equilibrated data of a batch
             of small QPs rho = 1 took 20-50% fewer ADMM iterations on seven of eight
-            problem classes), ``polish_accept`` to ``tol``, ``kkt_inverse`` to True for
+            problem classes), ``scaling_iters`` to 5 for a batch (``_BATCH_SCALING``;
+            10 for a single QP), ``polish_accept`` to ``tol``, ``kkt_inverse`` to True for
             a batch (float32 keeps ``L^-1`` and applies it twice, float64 keeps
             ``K^-1``: see :func:`~jaxsolve.qp.flexqp`).
 
