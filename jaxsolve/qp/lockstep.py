@@ -123,7 +123,7 @@ def solve_lockstep(
     *,
     max_steps: int,
     chunk: int = 32,
-    keep: int = 4,
+    keep: int = 2,
     tail: int = 8,
     polish_at: float = 1e-3,
     refactor_lanes: int = 1,
@@ -150,7 +150,11 @@ def solve_lockstep(
         tol: tolerance on FlexQP's error.
         max_steps: step budget per lane.
         chunk: lanes stepped together (the batch is padded to a multiple of it).
-        keep: a chunk stops when no more than ``1/keep`` of its lanes still run.
+        keep: a chunk stops when no more than ``1/keep`` of its lanes still run. 2 by
+            measurement (1024 random QPs, one process, median of 20 alternating calls):
+            a chunk of 32 lanes at n = 20 ran at 72% lane utilization with 4; 2 took
+            0.98x (float64) and 0.94x (float32) the time of 4, 8 took 1.07x; at n = 100
+            (chunks of 4 lanes) 0.99x.
         tail: lanes finished one at a time at the end.
         polish_at: error below which a lane is first polished between rounds (then
             10x below the error it reached); 0 polishes only in finalize.

@@ -344,7 +344,7 @@ def solve_qp(
         opts = (
             ("max_steps", int(max_steps)),
             ("chunk", _lockstep_chunk(qp)),
-            ("keep", 4),
+            ("keep", 2),  # a chunk stops once half its lanes stopped (lockstep: measured)
             ("tail", 8),
         )
         tol_a = jnp.asarray(tol, dtype)
