@@ -40,6 +40,9 @@ _BATCH_RHO = 1.0
 # 2940 -> 2720 with 2 MAX_STEPS instead of 3); init is ~1/4 of a batch of small QPs and
 # half of it the Ruiz passes (1024 random QPs at n = 20: 0.95x the time).
 _BATCH_SCALING = 5
+# In-loop polish schedule of a single QP (steps 1, 2, 4, ... and every 5th); also that of
+# a lockstep batch's last lanes, which run one at a time with real branches.
+_SINGLE_POLISH_EVERY = 5
 
 __all__ = ["solve_qp", "kkt_residual", "warm_start_from"]
 
@@ -277,7 +280,7 @@ def solve_qp(
     # lanes of a vmapped batch (whose loop runs until the slowest lane is done) once
     # their active set is right (max/mean ADMM iterations over 1024 random QPs went
     # from 40000/159 to ~1100/75 in float64).
-    hyper.setdefault("polish_every", 1 if batched else 5)
+    hyper.setdefault("polish_every", 1 if batched else _SINGLE_POLISH_EVERY)
     if batched:
         hyper.setdefault("polish_passes", 1)
         # finalize's fine polish stage is a per-problem lax.cond; in a batch it becomes a
@@ -340,11 +343,14 @@ def solve_qp(
         # polish costs only when it runs, so they polish as a single QP does (steps 1, 2,
         # 4, ... and every 5th), not at every step (a polish costs ~2 checks' ADMM work
         # at n = 20; the slowest of 1024 random QPs spends ~2000 ADMM iterations there).
-        tail = flexqp(**{**hyper, "polish_every": 5}) if not user_polish_every else solver
+        tail = (
+            flexqp(**{**hyper, "polish_every": _SINGLE_POLISH_EVERY})
+            if not user_polish_every
+            else solver
+        )
         opts = (
             ("max_steps", int(max_steps)),
             ("chunk", _lockstep_chunk(qp)),
-            ("keep", 2),  # a chunk stops once half its lanes stopped (lockstep: measured)
             ("tail", 8),
         )
         tol_a = jnp.asarray(tol, dtype)
