@@ -330,13 +330,18 @@ class _Res(NamedTuple):
 
 
 def _residuals(d: Scaled, x, z, y, pending_on):
+    """Residuals and error at scaled ``(x, z, y)``; ``y=None`` stands for ``y = 0`` (a
+    cold start: the two passes over ``A`` for ``A'y`` and ``|A|'|y|`` are skipped)."""
     Px = d.P @ x
     Ax = d.A @ x
-    Aty = d.A.T @ y
-    # |A|'|y| measures the size of the terms of A'y: with large elastic weights they
-    # nearly cancel (an infeasibility certificate A'w ~ 0), and a relative residual
-    # against ||A'y|| alone would ask for more digits than floating point holds.
-    Aty_abs = jnp.abs(d.A).T @ jnp.abs(y)
+    if y is None:
+        y, Aty, Aty_abs = jnp.zeros_like(z), jnp.zeros_like(x), jnp.zeros_like(x)
+    else:
+        Aty = d.A.T @ y
+        # |A|'|y| measures the size of the terms of A'y: with large elastic weights they
+        # nearly cancel (an infeasibility certificate A'w ~ 0), and a relative residual
+        # against ||A'y|| alone would ask for more digits than floating point holds.
+        Aty_abs = jnp.abs(d.A).T @ jnp.abs(y)
     Dinv, Einv = 1.0 / d.D, 1.0 / d.E
     # While the elastic weight can still grow (a feasible QP), the usual OSQP scale
     # ||A'y|| applies; the generous |A|'|y| only at the weight cap (infeasible QPs).
@@ -371,6 +376,11 @@ def _residuals(d: Scaled, x, z, y, pending_on):
     return _Res(kkt, sat, error, rp, rd, np_, nd, Ax)
 
 
+def _violation(d: Scaled, Ax):
+    """Per-row violation ``dist(A x, [l, u])`` from the scaled product ``Ax = E A D xs``."""
+    return jnp.maximum(Ax / d.E - d.up, 0) + jnp.maximum(d.lo - Ax / d.E, 0)
+
+
 def _mu_vec(d: Scaled, level):
     return level / d.E
 
@@ -398,7 +408,8 @@ def _init(x0, qp: QP, *, hp, scaling_iters, kkt_inverse):
         rho = jnp.clip(hp["rho"], _RHO_MIN, _RHO_MAX)
         level = jnp.minimum(hp["mu"], hp["mu_max"])
     L = _factor(d, rho, kkt_inverse)
-    res = _residuals(d, xs, zs, ys, level < hp["mu_max"])
+    cold = not isinstance(x0, WarmStart)
+    res = _residuals(d, xs, zs, None if cold else ys, level < hp["mu_max"])
     x, z, y = _unscale(d, xs, zs, ys)
     return FlexQPState(
         x=x,
@@ -407,7 +418,7 @@ def _init(x0, qp: QP, *, hp, scaling_iters, kkt_inverse):
         status=jnp.int32(Status.SUCCESS),
         y=y,
         z=z,
-        viol=qp.violation(x),
+        viol=_violation(d, res.Ax),
         rho=rho,
         mu=level / d.c,
         kkt=res.kkt,
@@ -578,7 +589,7 @@ def _step(
         status=status,
         y=y,
         z=z,
-        viol=jnp.maximum(res.Ax / d.E - d.up, 0) + jnp.maximum(d.lo - res.Ax / d.E, 0),
+        viol=_violation(d, res.Ax),
         rho=rho,
         mu=new_level / d.c,
         kkt=res.kkt,
