@@ -216,6 +216,9 @@ def run_clarabel(qp, eps):
     return np.array(r.x), str(r.status) == "Solved", str(r.status), dt
 
 
+_MISSING: set[str] = set()
+
+
 def reference(qp):
     """High-accuracy reference from four solvers at 1e-10 (else 1e-9, 1e-8).
 
@@ -241,6 +244,9 @@ def reference(qp):
             try:
                 x, ok, _, _ = run(qp, eps)
             except ImportError:
+                if name not in _MISSING:  # a weaker reference, not a silent one
+                    _MISSING.add(name)
+                    print(f"reference solver {name} not installed (pip install -e '.[bench]')")
                 continue
             except Exception:  # pragma: no cover
                 continue
