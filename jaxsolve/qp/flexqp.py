@@ -20,7 +20,7 @@ from jax.scipy.linalg import cho_solve, solve_triangular
 
 from jaxsolve.core import Solver, Status, make_solver
 from jaxsolve.qp.certify import RADIUS_FACTOR, exclusion_radius
-from jaxsolve.qp.problem import QP
+from jaxsolve.qp.problem import QP, _dist
 
 __all__ = ["flexqp", "FlexQPState", "FlexQPInfo", "WarmStart"]
 
@@ -369,7 +369,7 @@ def _residuals(d: Scaled, x, z, y, pending_on):
         ),
         gap,
     )
-    sat_abs = _amax(jnp.maximum(z_u - d.up, 0) + jnp.maximum(d.lo - z_u, 0))
+    sat_abs = _amax(_dist(z_u, d.lo, d.up))
     sat = sat_abs / (1.0 + _amax(z_u))
     error = jnp.maximum(kkt, jnp.where(pending_on, sat, 0.0))
     rp = _amax(Ax - z)
@@ -381,7 +381,7 @@ def _residuals(d: Scaled, x, z, y, pending_on):
 
 def _violation(d: Scaled, Ax):
     """Per-row violation ``dist(A x, [l, u])`` from the scaled product ``Ax = E A D xs``."""
-    return jnp.maximum(Ax / d.E - d.up, 0) + jnp.maximum(d.lo - Ax / d.E, 0)
+    return _dist(Ax / d.E, d.lo, d.up)
 
 
 def _mu_vec(d: Scaled, level):
@@ -803,8 +803,7 @@ def _polish_state(state: FlexQPState, qp: QP, *, hp, polish_refine, polish_passe
     xs, zs, ys, res = _polish_in_loop(
         d, xs, zs, ys, state.mu_level, res, hp, polish_refine, polish_passes, pending
     )
-    viol = jnp.maximum(res.Ax / d.E - d.up, 0) + jnp.maximum(d.lo - res.Ax / d.E, 0)
-    return _at(state, xs, zs, ys, res.error, res.kkt, viol=viol)
+    return _at(state, xs, zs, ys, res.error, res.kkt, viol=_violation(d, res.Ax))
 
 
 def _final_polish(

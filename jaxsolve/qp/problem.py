@@ -118,8 +118,12 @@ class QP(NamedTuple):
 
     def violation(self, x):
         """Per-row violation ``dist(A x, [l, u])`` (>= 0)."""
-        ax = self.A @ x
-        return jnp.maximum(ax - self.u, 0) + jnp.maximum(self.l - ax, 0)
+        return _dist(self.A @ x, self.l, self.u)
+
+
+def _dist(v, lo, up):
+    """Per-entry distance of ``v`` to the interval ``[lo, up]`` (FlexQP's row violation)."""
+    return jnp.maximum(v - up, 0) + jnp.maximum(lo - v, 0)
 
 
 def _check_rows(name, M, n):
