@@ -19,7 +19,8 @@ minimized through its optimality condition ``(Hess f + lam I) p = -g`` with
 is bracketed and found by bisection (paper 12: monotone in ``lam``, Lemma 2), with
 safeguarded Newton steps on ``phi(lam) = 1/||p|| - sigma/lam`` (increasing and concave,
 so Newton's iterates approach the root monotonically from the left after at most one
-step: 2-7 factorizations per step, measured).
+step: 1-7 factorizations per step, measured; the search also ends once ``p`` itself is
+accurate to ``inner_rtol``, see :func:`_cubic_subproblem`).
 
 Linear-time structure. In tangent coordinates ``(Xi, omega)`` (``Xi`` an ``n x (r-1)``
 centred matrix orthogonal to ``V``; ``Q-dot = Omega Q`` with ``Omega = sum_k omega_k E_k``
@@ -84,6 +85,7 @@ class NewtonState(NamedTuple):
     grad: tuple  # Euclidean gradient (G_V, G_Q)
     sigma: jax.Array  # cubic regularization weight
     mu: jax.Array  # current barrier weight (continuation down to hp["mu"])
+    plen: jax.Array  # length of the last model minimizer (0 before the first)
 
 
 class NewtonInfo(NamedTuple):
@@ -141,6 +143,7 @@ def _init(x0, args, *, hp, max_inner):  # noqa: ARG001
         grad=g,
         sigma=hp["sigma0"].astype(dt),
         mu=mu,
+        plen=jnp.zeros((), dt),
     )
 
 
@@ -515,16 +518,18 @@ class _Search(NamedTuple):
     best_lam: jax.Array
 
 
-def _cubic_subproblem(st, gv, g_om, gnorm, sigma, max_inner, rtol):
+def _cubic_subproblem(st, gv, g_om, gnorm, sigma, max_inner, rtol, guess=None):
     dt = gv.dtype
     # B + lam may keep up to k negative eigenvalues (see _factor_t): the bound is the
-    # (k + 1)-th smallest one. The search starts there (the Newton step when the Hessian
-    # is positive definite), left of the root: from the left both secular functions
-    # below are concave and increasing, so Newton's iterates increase monotonically to
-    # the root (no bracketing from the right needed).
+    # (k + 1)-th smallest one, the search's left end (the Newton step when the Hessian
+    # is positive definite). Both secular functions below are concave and increasing:
+    # from the left Newton's iterates increase monotonically to the root. The search
+    # starts at max(left end, guess): a guess right of the root becomes the bracket's
+    # right end, and Newton's step from there lands left of the root (the tangent of a
+    # concave function lies above it), or bisection takes over if it leaves the bracket.
     lo0 = st.lam_b * (1 + 1e-12) + jnp.finfo(dt).tiny
     tg = _to_eigen(st, gv)  # the search runs in eigen coordinates (see _factor_t)
-    lam0 = lo0
+    lam0 = lo0 if guess is None else jnp.maximum(lo0, guess)
     inf = jnp.asarray(jnp.inf, dt)
 
     def cond(c):
@@ -546,6 +551,13 @@ def _cubic_subproblem(st, gv, g_om, gnorm, sigma, max_inner, rtol):
         # near 0 (where phi's -sigma/lam term makes its Newton step only double lam).
         qx, qo = solve(-xi, -om)
         dpn = -(jnp.sum(xi * qx) + jnp.sum(om * qo)) / jnp.maximum(pn, jnp.finfo(dt).tiny)
+        # The step itself may be accurate before lam is: ||p|| at the root differs from
+        # ||p(lam)|| by about |dpn psi| / psi' (one Newton step on psi; psi' = 1 - sigma
+        # dpn >= 1). Below rtol ||p||, p(lam) is the ARC step to that accuracy. Near a
+        # minimizer (lam << the Hessian's eigenvalues) this ends the search at its first
+        # factorization instead of its second: gmm300 317 -> 265 factorizations in all,
+        # digits 0.67x the time, step counts within +-3 on the bench's six datasets.
+        conv = conv | (ok & (jnp.abs(dpn * psi) <= rtol * pn * (1.0 - sigma * dpn)))
         phi = 1.0 / pn - sigma / c.lam
         dphi = -dpn / pn**2 + sigma / c.lam**2
         cand_psi = c.lam - (c.lam / sigma - pn) / (1.0 / sigma - dpn)
@@ -599,9 +611,15 @@ def _step(state, args, *, hp, max_inner):
     gnorm = jnp.sqrt(jnp.sum(gxi * gxi) + jnp.sum(g_om * g_om))
 
     st = _structure(x, g, args, mu, basis)
+    # Warm start of the search: lam = sigma ||p_prev|| solves the secular equation at the
+    # last step's length; the search brackets it from either side (see
+    # _cubic_subproblem). Factorizations in all, from the left end / from this guess:
+    # gmm300 265 / 201, gmm150 243 / 172, iris 289 / 179, wine 162 / 141 (0.5 or 1.5
+    # times the guess: more); the step counts stay within +-2.
     xi, om, lam, found, inner = _cubic_subproblem(
-        st, g[0], g_om, gnorm, sigma, max_inner, hp["inner_rtol"].astype(dt)
+        st, g[0], g_om, gnorm, sigma, max_inner, hp["inner_rtol"].astype(dt), sigma * state.plen
     )
+    plen = jnp.sqrt(jnp.sum(xi * xi) + jnp.sum(om * om))
     xi, om = _horizontal(v, xi, om, basis)
     omega = jnp.einsum("k,kab->ab", om, basis)
     # Fraction to the boundary (interior-point safeguard, our addition to ARC): shorten
@@ -691,6 +709,7 @@ def _step(state, args, *, hp, max_inner):
         grad=g_out,
         sigma=sigma,
         mu=mu_next,
+        plen=jnp.where(found, plen, state.plen),
     )
     return new, NewtonInfo(rho, lam, accept, inner, t)
 
