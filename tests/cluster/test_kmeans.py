@@ -24,7 +24,14 @@ from jaxsolve.cluster import (
     prepare_data,
 )
 from jaxsolve.cluster._problem import skew_basis
-from jaxsolve.cluster.kmeans_newton import _factor, _rgrad, _structure, barrier_cost
+from jaxsolve.cluster.kmeans_newton import (
+    _barrier_hvp_q,
+    _factor,
+    _hess_form,
+    _rgrad,
+    _structure,
+    barrier_cost,
+)
 from jaxsolve.core import Status
 from jaxsolve.manifolds import hessian_spectrum
 from tests.cluster._data import mixture
@@ -183,6 +190,24 @@ def small_problem():
     mu = jnp.asarray(0.05)
     _, g = jax.value_and_grad(barrier_cost)(x, data, mu)
     return n, k, r, data, x, mu, g
+
+
+def test_written_out_second_derivatives_match_autodiff(small_problem):
+    """The border products and the step's quadratic form (written out for speed) equal
+    forward-over-reverse autodiff of ``barrier_cost`` at a feasible point."""
+    n, k, r, data, x, mu, g = small_problem
+    basis = skew_basis(r, jnp.float64)
+    hvp = lambda t: jax.jvp(lambda z: jax.grad(barrier_cost)(z, data, mu), (x,), (t,))[1]  # noqa: E731
+    dirs = basis @ x[1]
+    hv, hq = jax.vmap(lambda dq: hvp((jnp.zeros_like(x[0]), dq)))(dirs)
+    hv2, hq2 = _barrier_hvp_q(x, mu, dirs)
+    assert float(jnp.max(jnp.abs(hv2 - hv))) <= 1e-12 * float(jnp.max(jnp.abs(hv)))
+    assert float(jnp.max(jnp.abs(hq2 - hq))) <= 1e-12 * float(jnp.max(jnp.abs(hq)))
+    k1, k2 = jax.random.split(jax.random.key(5))
+    xi, pq = jax.random.normal(k1, x[0].shape), jax.random.normal(k2, (r, r))
+    a, b = hvp((xi, pq))
+    ref = float(jnp.sum(xi * a) + jnp.sum(pq * b))
+    assert abs(float(_hess_form(x, data, mu, xi, pq)) - ref) <= 1e-12 * abs(ref)
 
 
 def test_structured_subproblem_matches_dense_hessian(small_problem):
