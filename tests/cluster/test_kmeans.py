@@ -30,6 +30,7 @@ from jaxsolve.cluster.kmeans_newton import (
     _hess_form,
     _rgrad,
     _structure,
+    _top_k_smallest,
     barrier_cost,
 )
 from jaxsolve.core import Status
@@ -190,6 +191,19 @@ def small_problem():
     mu = jnp.asarray(0.05)
     _, g = jax.value_and_grad(barrier_cost)(x, data, mu)
     return n, k, r, data, x, mu, g
+
+
+@pytest.mark.parametrize("n", [1, 9, 50, 900])
+def test_top_k_smallest_matches_lax_top_k(n):
+    """The argmin rounds that replace ``lax.top_k`` (a full sort on CPU) give its values
+    and indices, ties included (rounded data, constant data)."""
+    rng = np.random.default_rng(n)
+    k = min(9, n)
+    for a in (rng.standard_normal(n), np.round(rng.standard_normal(n), 1), np.ones(n)):
+        v1, i1 = jax.lax.top_k(-jnp.asarray(a), k)
+        v2, i2 = _top_k_smallest(jnp.asarray(a), k)
+        np.testing.assert_array_equal(np.asarray(v2), np.asarray(v1))
+        np.testing.assert_array_equal(np.asarray(i2), np.asarray(i1))
 
 
 def test_written_out_second_derivatives_match_autodiff(small_problem):
