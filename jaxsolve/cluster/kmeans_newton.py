@@ -202,7 +202,8 @@ class _Structure(NamedTuple):
     ev_sel: jax.Array  # (k,) those eigenvalues
     lam_b: jax.Array  # () max(0, -(k+1)-th smallest eigenvalue): left end of the search
     epairs: jax.Array  # (n, P, p): evecs[i, a, b] evecs[i, a', b] for the pairs a <= a'
-    t_rgen: jax.Array  # (m_g, n, p): border rows and correction columns in eigen coordinates
+    t_r: jax.Array  # (m_w + 1 + m_v, n, p): the border rows in eigen coordinates
+    sel_idx: jax.Array  # (k,) flat (n p) positions of the moved eigenvalues
     f0: jax.Array  # (m, m): lam-independent part of the permuted reduced matrix
 
 
@@ -304,9 +305,8 @@ def _structure(x, g, data, mu, basis, horizontal=True):
     idx = idx[:kmax]
     moved = jnp.zeros((n * p,), bool).at[idx].set(True).reshape(n, p)
     # A moved eigenvector w_j (column c of block i) is the unit vector e_(i, c) in the
-    # eigen coordinates z_i = E_i^T xi_i.
-    t_w = jax.nn.one_hot(idx, n * p, dtype=dt).reshape(kmax, n, p)
-    t_rgen = jnp.concatenate([jnp.einsum("jia,iab->jib", rgen, evecs), t_w], axis=0)
+    # eigen coordinates z_i = E_i^T xi_i: _factor_t uses it through its index idx_j.
+    t_r = jnp.einsum("jia,iab->jib", rgen, evecs)
     pa, pb, _ = _sym_pairs(p)
     epairs = evecs[:, pa, :] * evecs[:, pb, :]
     lay = _layout(xbar.shape[1], p, m_w, m_v, kmax)
@@ -315,7 +315,20 @@ def _structure(x, g, data, mu, basis, horizontal=True):
     )
     f0 = cvals[lay.f0_map]
     return _Structure(
-        evals, evecs, xbar, xpairs, rgen, h_om, cs.T, moved, -neg[:kmax], lam_b, epairs, t_rgen, f0
+        evals,
+        evecs,
+        xbar,
+        xpairs,
+        rgen,
+        h_om,
+        cs.T,
+        moved,
+        -neg[:kmax],
+        lam_b,
+        epairs,
+        t_r,
+        idx.astype(jnp.int32),
+        f0,
     )
 
 
@@ -448,10 +461,18 @@ def _factor_t(st, lam):
     # kron block: sum_i xbar_i xbar_i^T (x) B~_i^{-1}, index (a, c), (b, c'); one GEMM on
     # the symmetric pairs (a <= b) x (c <= c') (O(n d^2 p^2 / 4)), scattered by s_map.
     ksym = st.xpairs.T @ jnp.einsum("ijb,ib->ij", st.epairs, inv)
-    tin = st.t_rgen * inv  # (m_g, n, p)
+    # The low-rank part's columns: the border rows t_r (dense) and the k moved
+    # eigenvectors w_j = e_(i_j, b_j) in eigen coordinates (one-hot: their products are
+    # gathers, not n p-long passes).
+    tin = st.t_r * inv  # (m0, n, p)
     rb = jnp.einsum("jib,icb->jic", tin, st.evecs)  # B~^{-1} applied to the border rows
-    kg = jnp.einsum("ia,jic->jac", st.xbar, rb).reshape(-1, d1 * p)  # (m_g, d1 p)
-    gg = jnp.einsum("jib,lib->jl", tin, st.t_rgen)
+    kg_r = jnp.einsum("ia,jic->jac", st.xbar, rb).reshape(-1, d1 * p)  # (m0, d1 p)
+    iw, bw = st.sel_idx // p, st.sel_idx % p
+    inv_w = inv[iw, bw]  # (k,)
+    kg_w = inv_w[:, None, None] * st.xbar[iw][:, :, None] * st.evecs[iw, :, bw][:, None, :]
+    kg = jnp.concatenate([kg_r, kg_w.reshape(kmax, d1 * p)])  # (m_g, d1 p)
+    gg_rw = st.t_r[:, iw, bw] * inv_w  # (m0, k)
+    gg = jnp.block([[jnp.einsum("jib,lib->jl", tin, st.t_r), gg_rw], [gg_rw.T, jnp.diag(inv_w)]])
     vals = jnp.concatenate([ksym.reshape(-1), kg.reshape(-1), gg.reshape(-1)])
     dvec = jnp.concatenate(
         [lam * lay.lam_diag.astype(dt), e_diag, jnp.zeros((lay.perm.size - lay.na,), dt)]
@@ -473,7 +494,7 @@ def _factor_t(st, lam):
         tgi = tg * inv
         gb = jnp.einsum("icb,ib->ic", st.evecs, tgi)
         bk = jnp.einsum("ia,ic->ac", st.xbar, gb).reshape(-1)
-        bg = jnp.einsum("jib,ib->j", st.t_rgen, tgi)
+        bg = jnp.concatenate([jnp.einsum("jib,ib->j", st.t_r, tgi), tgi[iw, bw]])
         b = jnp.concatenate([bk, bg])[lay.perm]
         b_a = b[:na].at[om0 : om0 + m_w].add(-h_om)
         b_c = b[na:]
@@ -484,9 +505,11 @@ def _factor_t(st, lam):
         y = jnp.concatenate([y_a, y_c])[lay.iperm]
         yk = y[: d1 * p].reshape(d1, p)
         yg = y[d1 * p :]
+        m0 = st.t_r.shape[0]
         ly = jnp.einsum("ic,icb->ib", st.xbar @ yk, st.evecs) + jnp.einsum(
-            "j,jib->ib", yg, st.t_rgen
+            "j,jib->ib", yg[:m0], st.t_r
         )
+        ly = ly.at[iw, bw].add(yg[m0:])
         return -(tg + ly) * inv, y_a[om0 : om0 + m_w]
 
     return ok, solve
