@@ -58,11 +58,15 @@ def prepare_data(x):
     return xc / jnp.where(scale > 0, scale, 1.0), scale
 
 
+def lift_basis(v):
+    """``Ybar = [1/sqrt(n), V]``: the lift is ``U = Ybar Q``."""
+    n = v.shape[0]
+    return jnp.concatenate([jnp.full((n, 1), 1.0 / math.sqrt(n), v.dtype), v], axis=1)
+
+
 def lift(v, q):
     """``U = [1/sqrt(n), V] Q`` (the submersion ``phi`` of paper 12)."""
-    n = v.shape[0]
-    e = jnp.full((n, 1), 1.0 / math.sqrt(n), v.dtype)
-    return jnp.concatenate([e, v], axis=1) @ q
+    return lift_basis(v) @ q
 
 
 def skew_basis(r: int, dtype) -> jax.Array:

@@ -69,7 +69,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsolve.cluster._problem import kmeans_manifold, lift, skew_basis
+from jaxsolve.cluster._problem import kmeans_manifold, lift, lift_basis, skew_basis
 from jaxsolve.core import Status, make_solver
 from jaxsolve.core.validation import check_positive
 
@@ -125,8 +125,7 @@ def _barrier_hvp_q(x, mu, dqs):
     forward-over-reverse autodiff: the same numbers in fewer kernels.
     """
     v, q = x
-    n = v.shape[0]
-    ybar = jnp.concatenate([jnp.full((n, 1), 1.0 / jnp.sqrt(n), v.dtype), v], axis=1)
+    ybar = lift_basis(v)
     u = ybar @ q
     w = _weight(mu, v, q)
     du = jnp.einsum("ia,kab->kib", ybar, dqs)
@@ -145,7 +144,7 @@ def _hess_form(x, data, mu, xi, pq):
     """
     v, q = x
     n = v.shape[0]
-    ybar = jnp.concatenate([jnp.full((n, 1), 1.0 / jnp.sqrt(n), v.dtype), v], axis=1)
+    ybar = lift_basis(v)
     u = ybar @ q
     w = _weight(mu, v, q)
     xi0 = jnp.concatenate([jnp.zeros((n, 1), v.dtype), xi], axis=1)
@@ -703,7 +702,7 @@ def _step(state, args, *, hp, max_inner):
     # the step to t p so that the linearized lift U + t dU keeps ``tau`` of each entry,
     # dU = ([0, Xi] + [e, V] Omega) Q. The model ratio below uses m(t p).
     u = lift(v, q)
-    ybar = jnp.concatenate([jnp.full((n, 1), 1.0 / jnp.sqrt(n), dt), v], axis=1)
+    ybar = lift_basis(v)
     du = (jnp.concatenate([jnp.zeros((n, 1), dt), xi], axis=1) + ybar @ omega) @ q
     ratio = jnp.where(du < 0, -u / jnp.where(du < 0, du, -1.0), jnp.inf)
     t0 = jnp.minimum(1.0, hp["tau"].astype(dt) * jnp.min(ratio))
