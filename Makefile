@@ -32,6 +32,7 @@ test-slow: $(STAMP)
 
 bench: $(BENCH_STAMP)
 	for f in $(wildcard bench/*.py); do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+	echo "== bench/qp.py --one-core"; $(BIN)/python bench/qp.py --one-core
 
 bench-quick: $(BENCH_STAMP)
 	for f in $(wildcard bench/*.py); do echo "== $$f"; $(BIN)/python $$f --quick || exit 1; done

@@ -9,7 +9,14 @@ counts for every solver: a batch must not hide failures. Wall time and the proce
 time are both reported: on a shared machine the CPU time is the steadier measure (XLA may
 use both cores, so FlexQP's CPU time can exceed its wall time; OSQP runs on one).
 
-    python bench/qp.py [--quick] [--out bench/results/qp.md]
+    python bench/qp.py [--quick] [--one-core] [--out bench/results/qp.md]
+
+``--one-core`` pins the whole process (every thread XLA starts too) to one CPU before
+JAX starts: the OSQP loop runs on one core anyway, while XLA:CPU's second thread
+measured ~0.02 s of extra CPU time on a 0.06 s batch (n = 20) for little wall time, and
+on a 2-core machine the per-process wall time of the batch varied 0.056-0.09 s from
+one process to the next; pinned, 0.062-0.065 s with CPU time equal to wall time. The
+pinned run is the per-core throughput comparison; it writes ``qp_one_core.md``.
 
 The Maros-Meszaros comparison is ``bench/maros_meszaros.py``.
 """
@@ -224,12 +231,20 @@ def main(argv=None):
         "--quick", action="store_true", help="128 problems, n=20 only, float32 and float64"
     )
     ap.add_argument("--out", default=None)
+    ap.add_argument(
+        "--one-core",
+        action="store_true",
+        help="pin the process to one CPU before JAX starts (per-core throughput)",
+    )
     ap.add_argument("--batch", type=int, default=None)
     ap.add_argument("--boxosqp-subset", type=int, default=128)
     ap.add_argument(
         "--no-map", action="store_true", help="skip the FlexQP batch='map' comparison row"
     )
     ns = ap.parse_args(argv)
+    if ns.one_core:
+        # before JAX creates its thread pools: every thread inherits the affinity
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     import jax
 
     jax.config.update("jax_enable_x64", True)
@@ -248,7 +263,8 @@ def main(argv=None):
         "# Batched QP benchmark (CPU)",
         "",
         f"{B} random QPs per row (`problems.random_qp`), tolerance {TOL:g} for every solver, "
-        f"device: {jax.devices()[0].device_kind}. Times in seconds for the whole batch: "
+        f"device: {jax.devices()[0].device_kind}"
+        f"{' (the process pinned to one core: --one-core)' if ns.one_core else ''}. Times in seconds for the whole batch: "
         "steady state (median) and compile (first call minus steady). Accuracy: "
         "max / median of ||x - x*|| / max(1, ||x*||) against OSQP 1e-10 + polish; viol: max "
         "constraint violation. Ratio = peer time / FlexQP time (> 1: FlexQP faster), on "
@@ -315,7 +331,7 @@ def main(argv=None):
                 print(line, flush=True)
                 lines.append(line)
     text = "\n".join(lines) + "\n"
-    write_results("qp", text, quick=ns.quick, out=ns.out)
+    write_results("qp_one_core" if ns.one_core else "qp", text, quick=ns.quick, out=ns.out)
     print(text)
     return 0
 
