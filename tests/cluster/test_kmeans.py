@@ -29,6 +29,7 @@ from jaxsolve.cluster.kmeans_newton import (
     _factor,
     _hess_form,
     _rgrad,
+    _small_einsum,
     _structure,
     _top_k_smallest,
     barrier_cost,
@@ -204,6 +205,27 @@ def test_top_k_smallest_matches_lax_top_k(n):
         v2, i2 = _top_k_smallest(jnp.asarray(a), k)
         np.testing.assert_array_equal(np.asarray(v2), np.asarray(v1))
         np.testing.assert_array_equal(np.asarray(i2), np.asarray(i1))
+
+
+@pytest.mark.parametrize(
+    "spec, sx, sy",
+    [
+        ("jia,iab->jib", (6, 7, 3), (7, 3, 3)),
+        ("ib,icb->ic", (7, 4), (7, 4, 4)),
+        ("kib,ab->kia", (5, 7, 4), (4, 4)),
+        ("ia,kab->kib", (7, 3), (2, 3, 3)),
+        ("ia,iab->ib", (7, 6), (7, 6, 6)),  # above _UNROLL_MAX: the einsum itself
+    ],
+)
+def test_small_einsum_matches_einsum(spec, sx, sy):
+    """The unrolled multiply-adds that replace the small per-row contractions give the
+    einsum's numbers (to rounding), for every index arrangement the step uses."""
+    k1, k2 = jax.random.split(jax.random.key(len(spec) + sx[0]))
+    x, y = jax.random.normal(k1, sx), jax.random.normal(k2, sy)
+    ref = jnp.einsum(spec, x, y)
+    got = _small_einsum(spec, x, y)
+    assert got.shape == ref.shape
+    np.testing.assert_allclose(np.asarray(got), np.asarray(ref), rtol=1e-13, atol=1e-13)
 
 
 def test_written_out_second_derivatives_match_autodiff(small_problem):
