@@ -204,6 +204,7 @@ class _Structure(NamedTuple):
     t_r: jax.Array  # (m_w + 1 + m_v, n, p): the border rows in eigen coordinates
     sel_idx: jax.Array  # (k,) flat (n p) positions of the moved eigenvalues
     f0: jax.Array  # (m, m): lam-independent part of the permuted reduced matrix
+    t_rt: jax.Array  # (n p, m_w + 1 + m_v): t_r flattened and transposed, for the search's G block
 
 
 def _eigh_small(blocks):
@@ -215,7 +216,10 @@ def _eigh_small(blocks):
     arrays. The batched LAPACK ``eigh`` runs one small ``syevd`` per block, ~4x slower at
     n = 150-300 (measured). Cyclic Jacobi converges quadratically: on 2000 random and
     graded 3 x 3 blocks 4 sweeps reach ``||E diag(e) E^T - B|| <= 2e-15 ||B||`` (3 sweeps:
-    6e-6), so 5 sweeps are used (``p = 2``: one rotation is exact, 2 sweeps). The
+    6e-6), so 4 sweeps are used (``p = 2``: one rotation is exact, 2 sweeps). A fifth
+    sweep (the previous choice, for margin) cost far more than its share inside the
+    compiled step: gmm300 took 1.3x the time with 5 (same step counts and iterates to
+    1e-14), while ``_eigh_small`` alone took 1.13x. The
     eigenvalues come unsorted: only their global order matters (:func:`_structure`).
     Larger blocks go to ``jnp.linalg.eigh``.
     """
@@ -260,7 +264,7 @@ def _eigh_small(blocks):
     # Unrolled (a Python loop, not fori_loop): the loop ran its ~40 small kernels per
     # sweep one after another; unrolled, XLA fuses across rotations (n = 300: 0.6x the
     # time of the loop, n = 1797: 0.77x; same results to rounding).
-    for k in range(5 if p == 3 else 2):
+    for k in range(4 if p == 3 else 2):
         a, v = sweep(k, (a, v))
     evals = jnp.stack([a[i][i] for i in range(p)], axis=1)
     return evals, jnp.stack([jnp.stack(row, axis=1) for row in v], axis=1)
@@ -328,6 +332,7 @@ def _structure(x, g, data, mu, basis, horizontal=True):
         t_r,
         idx.astype(jnp.int32),
         f0,
+        t_r.reshape(t_r.shape[0], -1).T,
     )
 
 
@@ -471,7 +476,9 @@ def _factor_t(st, lam):
     kg_w = inv_w[:, None, None] * st.xbar[iw][:, :, None] * st.evecs[iw, :, bw][:, None, :]
     kg = jnp.concatenate([kg_r, kg_w.reshape(kmax, d1 * p)])  # (m_g, d1 p)
     gg_rw = st.t_r[:, iw, bw] * inv_w  # (m0, k)
-    gg = jnp.block([[jnp.einsum("jib,lib->jl", tin, st.t_r), gg_rw], [gg_rw.T, jnp.diag(inv_w)]])
+    m0 = st.t_r.shape[0]
+    gg0 = tin.reshape(m0, -1) @ st.t_rt
+    gg = jnp.block([[gg0, gg_rw], [gg_rw.T, jnp.diag(inv_w)]])
     vals = jnp.concatenate([ksym.reshape(-1), kg.reshape(-1), gg.reshape(-1)])
     dvec = jnp.concatenate(
         [lam * lay.lam_diag.astype(dt), e_diag, jnp.zeros((lay.perm.size - lay.na,), dt)]
