@@ -113,7 +113,10 @@ def test_gd_first_trial_rule_matches_manopt():
     alpha0 = 1/||g|| at the first step, then 2 * optimism (2) * (f_k - f_{k-1}) / (-||g||^2);
     halve while f(R(-alpha g)) > f - 1e-4 alpha ||g||^2 (at most 25 trials); step size
     alpha ||g||. Twelve steps, far above the round-off regime where ours adds a secant step
-    (the rule amplifies rounding ~3x per step, so longer runs drift apart bit by bit)."""
+    (the rule amplifies rounding ~3x per step, so longer runs drift apart bit by bit: on
+    one machine the 11th and 12th step sizes differed by 1.7e-8 relative, with XLA's
+    code for that CPU; rtol 1e-6 keeps the check sharp, as a wrong rule moves a step by
+    2x: the optimism factor, one halving more or less)."""
     n, steps = 8, 12
     a = planted(n, 2)
     x0 = np.asarray(Sphere(n).random_point(jax.random.key(3)))
@@ -138,7 +141,7 @@ def test_gd_first_trial_rule_matches_manopt():
         state, info = step(state, jnp.asarray(a))
         got.append(float(info.step_size))
     assert min(expected) < 0.01 < max(expected)  # the step both shrinks and grows
-    np.testing.assert_allclose(got, expected, rtol=1e-8)
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
 
 
 def test_alternating_blocks_on_product():
