@@ -601,14 +601,9 @@ def _horizontal(v, xi, om, basis):
     whose retraction error spoils the model. We project the step onto their orthogonal
     complement (the horizontal space of the quotient; ``O(n r^3)``).
     """
-    r = basis.shape[1]
-    dt = v.dtype
-    small = skew_basis(r - 1, dt)
-    if small.shape[0] == 0:
+    xis, cs = _vertical(v, basis)
+    if cs.shape[0] == 0:
         return xi, om
-    big = jnp.zeros((small.shape[0], r, r), dt).at[:, 1:, 1:].set(-small)
-    xis = _small_einsum("ia,kab->kib", v, small)  # V A_k
-    cs = jnp.einsum("kab,lab->kl", big, basis)  # omega coordinates of -diag(0, A_k)
     gram = jnp.einsum("kia,lia->kl", xis, xis) + cs @ cs.T
     rhs = jnp.einsum("kia,ia->k", xis, xi) + cs @ om
     coef = jnp.linalg.solve(gram, rhs)
