@@ -243,6 +243,8 @@ def main(argv=None):
     )
     ns = ap.parse_args(argv)
     if ns.one_core:
+        if not hasattr(os, "sched_setaffinity"):
+            ap.error("--one-core needs os.sched_setaffinity (Linux)")
         # before JAX creates its thread pools: every thread inherits the affinity
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     import jax
