@@ -218,8 +218,8 @@ def _eigh_small(blocks):
     graded 3 x 3 blocks 4 sweeps reach ``||E diag(e) E^T - B|| <= 2e-15 ||B||`` (3 sweeps:
     6e-6), so 4 sweeps are used (``p = 2``: one rotation is exact, 2 sweeps). A fifth
     sweep (the previous choice, for margin) cost far more than its share inside the
-    compiled step: gmm300 took 1.3x the time with 5 (same step counts and iterates to
-    1e-14), while ``_eigh_small`` alone took 1.13x. The
+    compiled step: gmm300 took 1.2x the time with 5 (same step counts and iterates to
+    1e-14), while ``_eigh_small`` alone took 1.14x. The
     eigenvalues come unsorted: only their global order matters (:func:`_structure`).
     Larger blocks go to ``jnp.linalg.eigh``.
     """
