@@ -97,6 +97,19 @@ def feasible_point(key, n: int, n_clusters: int, rank: int, dtype=None, *, label
     call re-traced its Sinkhorn scan: ~1 s of host time per call).
     """
     dtype = jnp.result_type(float) if dtype is None else jnp.dtype(dtype)
+    if labels is not None and not isinstance(labels, jax.core.Tracer):
+        lab = np.asarray(labels)
+        if lab.shape != (n,) or not np.issubdtype(lab.dtype, np.integer):
+            raise ValueError(f"labels must be {n} ints, got shape {lab.shape}, dtype {lab.dtype}")
+        used = np.unique(lab)
+        if used.size != rank or used[0] != 0 or used[-1] != rank - 1:
+            # with fewer than r groups the Sinkhorn-scaled U has trace < K, and stretching
+            # it to K pushes entries negative: no strictly feasible point of this form
+            raise ValueError(
+                f"labels must use every group 0..{rank - 1} (rank = {rank}): a strictly "
+                f"positive start near a partition needs rank nonempty groups; got groups "
+                f"{used.tolist()}"
+            )
     return _feasible_jit(key, labels, n=n, n_clusters=n_clusters, rank=rank, dtype=dtype)
 
 
@@ -117,8 +130,8 @@ def _feasible_point(key, n: int, n_clusters: int, rank: int, dtype=None, *, labe
     ``q_0 = U^T 1/||U^T 1||``, ``Q`` is a Householder completion with first row ``q_0``,
     ``V = U Q[1:]^T`` re-centred and rescaled to ``||V||^2 = K - 1``.
 
-    ``labels`` (ints in ``[0, rank)``) replaces the random groups: a warm start near a
-    known partition.
+    ``labels`` (ints in ``[0, rank)``, every group used) replaces the random groups: a
+    warm start near a known partition.
     """
     dtype = jnp.result_type(float) if dtype is None else jnp.dtype(dtype)
     k = n_clusters
@@ -130,18 +143,65 @@ def _feasible_point(key, n: int, n_clusters: int, rank: int, dtype=None, *, labe
     b = (math.sqrt(rank / n) - a) / rank
     u = a * jax.nn.one_hot(groups, rank, dtype=dtype) + b
 
-    def sweep(s, _):
-        z = u @ (u.T @ s)
-        return jnp.sqrt(s / z), None
+    s = sym_sinkhorn(u, 60)
+    return factor_lift(s[:, None] * u, math.sqrt(max(k - 1, 0)))
 
-    s, _ = jax.lax.scan(sweep, jnp.ones((n,), dtype), None, length=60)
-    u = s[:, None] * u
+
+def sym_sinkhorn(u, sweeps: int):
+    r"""Symmetric Sinkhorn scaling of a positive ``U``: ``s > 0`` with ``s * (U U^T s) = 1``.
+
+    Then ``diag(s) U`` has ``(diag(s) U)(diag(s) U)^T 1 = 1`` (the SDP's row sums), and
+    it stays positive. Fixed-point sweeps ``s <- sqrt(s / (U U^T s))`` from ``s = 1``,
+    ``O(n r)`` each (used by :func:`feasible_point` and the K-means Newton solver's
+    positive retraction).
+    """
+
+    def sweep(s, _):
+        return jnp.sqrt(s / (u @ (u.T @ s))), None
+
+    s, _ = jax.lax.scan(sweep, jnp.ones(u.shape[:1], u.dtype), None, length=sweeps)
+    return s
+
+
+def factor_lift(u, radius):
+    r"""A point ``(V, Q)`` of the product manifold whose lift is ``U`` when ``U U^T 1 = 1``.
+
+    ``q_0 = U^T 1 / ||U^T 1||``, ``Q`` is a Householder completion with first row ``q_0``
+    and ``V = U Q[1:]^T``, re-centred and rescaled to ``||V|| = radius`` (``sqrt(K - 1)``):
+    ``(V, Q)`` is exactly on the manifold whatever ``U`` is; ``phi(V, Q) = U`` when
+    ``U U^T 1 = 1`` and ``||U||^2 = K`` (then ``U q_0 = 1/sqrt(n)`` already).
+    """
     m = jnp.sum(u, axis=0)
     q = _householder_with_first_row(m / jnp.linalg.norm(m))
     v = u @ q[1:].T
     v = v - jnp.mean(v, axis=0, keepdims=True)
-    v = v * (math.sqrt(max(k - 1, 0)) / jnp.maximum(jnp.linalg.norm(v), jnp.finfo(dtype).tiny))
+    v = v * (radius / jnp.maximum(jnp.linalg.norm(v), jnp.finfo(u.dtype).tiny))
     return v, q
+
+
+def positive_retract(v, q, rel, t, sweeps: int = 30):
+    r"""Multiplicative retraction: ``U(t) = U * exp(t dU / U)``, mapped back to the manifold.
+
+    ``rel = dU / U`` for the lift ``U = phi(V, Q)`` and a tangent step with
+    ``dU = D phi[Xi, Omega Q]``. ``U * exp(t rel)`` is positive for every ``t``; a
+    symmetric Sinkhorn scaling (:func:`sym_sinkhorn`, ``sweeps`` sweeps, positive)
+    restores the row sums and :func:`factor_lift` returns ``(V, Q)`` on the manifold (its
+    trace rescaling shrinks or stretches ``V`` by ``1 + O(t^2)``). For a tangent ``dU``
+    the row sums and the trace change at second order only, so the curve starts at
+    ``(V, Q)`` with velocity ``dU``: a first-order retraction (on the quotient by the
+    lift's symmetry). Along it each entry moves geometrically, ``log U_ij`` linearly in
+    ``t``: the geodesics of the log-barrier's Hessian metric ``sum (dU_ij / U_ij)^2``, so
+    a step can shrink an entry a hundredfold where the straight line would leave the
+    positive orthant.
+
+    The result is positive when the scaling has converged and the trace rescaling
+    shrinks ``V`` (then the lift is a convex combination of two positive matrices). For
+    very long steps (entries changed by ``e^{+-20}``) neither need hold: callers check
+    the lift (the K-means Newton solver halves ``t``, or falls back to its linear step).
+    """
+    u = lift(v, q) * jnp.exp(t * rel)
+    s = sym_sinkhorn(u, sweeps)
+    return factor_lift(s[:, None] * u, jnp.linalg.norm(v))
 
 
 def lloyd(points, centers, steps: int):

@@ -69,7 +69,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsolve.cluster._problem import kmeans_manifold, lift, lift_basis, skew_basis
+from jaxsolve.cluster._problem import (
+    kmeans_manifold,
+    lift,
+    lift_basis,
+    positive_retract,
+    skew_basis,
+)
 from jaxsolve.core import Status, make_solver
 from jaxsolve.core.validation import check_positive
 
@@ -711,7 +717,7 @@ def _cubic_subproblem(st, gv, g_om, gnorm, sigma, max_inner, rtol, guess=None):
     return _from_eigen(st, out.xi), out.om, out.best_lam, out.found, out.it
 
 
-def _step(state, args, *, hp, max_inner):
+def _step(state, args, *, hp, max_inner, path):
     x = state.x
     v, q = x
     dt = v.dtype
@@ -737,36 +743,72 @@ def _step(state, args, *, hp, max_inner):
     plen = jnp.sqrt(jnp.sum(xi * xi) + jnp.sum(om * om))
     xi, om = _horizontal(v, xi, om, basis)
     omega = jnp.einsum("k,kab->ab", om, basis)
-    # Fraction to the boundary (interior-point safeguard, our addition to ARC): shorten
-    # the step to t p so that the linearized lift U + t dU keeps ``tau`` of each entry,
-    # dU = ([0, Xi] + [e, V] Omega) Q. The model ratio below uses m(t p).
     u = lift(v, q)
     ybar = lift_basis(v)
     du = (jnp.concatenate([jnp.zeros((n, 1), dt), xi], axis=1) + ybar @ omega) @ q
-    ratio = jnp.where(du < 0, -u / jnp.where(du < 0, du, -1.0), jnp.inf)
-    t0 = jnp.minimum(1.0, hp["tau"].astype(dt) * jnp.min(ratio))
     radius = jnp.linalg.norm(v)
 
-    def trial(t):
-        # The manifold's own retractions (second order on both factors).
-        v_new = radius * sphere.retract(v / radius, (t * xi) / radius)
-        q_new = orth.retract(q, (t * omega) @ q)
-        return v_new, q_new
+    def evaluate(xt):
+        ft, gt = _value_and_grad(xt, args, mu)
+        a, b = _rgrad(xt, gt, basis)
+        return ft, gt, jnp.sqrt(jnp.sum(a * a) + jnp.sum(b * b))
 
-    # The retraction curves away from its linearization: halve t until the lift is
-    # strictly positive (at most 30 halvings; O(n r) each), so log never sees U <= 0.
-    # The loop carries the trial point, so the accepted one is not retracted again.
-    def bt_cond(c):
-        _, k, xt = c
-        return (k < 30) & ~jnp.all(lift(*xt) > (1 - hp["tau"].astype(dt)) * u)
+    def linear_step():
+        # Fraction to the boundary (interior-point safeguard, our addition to ARC): shorten
+        # the step to t p so that the linearized lift U + t dU keeps ``1 - tau`` of each
+        # entry, then halve t until the retracted lift does (at most 30 halvings; the
+        # retraction curves away from its linearization), so log never sees U <= 0.
+        ratio = jnp.where(du < 0, -u / jnp.where(du < 0, du, -1.0), jnp.inf)
+        t0 = jnp.minimum(1.0, hp["tau"].astype(dt) * jnp.min(ratio))
 
-    def bt_body(c):
-        t, k, _ = c
-        return 0.5 * t, k + 1, trial(0.5 * t)
+        def trial(t):
+            # The manifold's own retractions (second order on both factors).
+            v_new = radius * sphere.retract(v / radius, (t * xi) / radius)
+            return v_new, orth.retract(q, (t * omega) @ q)
 
-    t, _, x_new = jax.lax.while_loop(bt_cond, bt_body, (t0, jnp.int32(0), trial(t0)))
+        def cond(c):
+            _, k, xt = c
+            return (k < 30) & ~jnp.all(lift(*xt) > (1 - hp["tau"].astype(dt)) * u)
+
+        def body(c):
+            t, k, _ = c
+            return 0.5 * t, k + 1, trial(0.5 * t)
+
+        t, _, xt = jax.lax.while_loop(cond, body, (t0, jnp.int32(0), trial(t0)))
+        return (t, xt) + evaluate(xt)[:2]
+
+    if path == "linear":
+        t, x_new, f_new, g_new = linear_step()
+    else:
+        # Multiplicative step (our addition; see ``path`` in kmeans_newton): along
+        # U exp(t dU/U) every entry stays positive, so the step is not cut where the
+        # straight line would cross U_ij = 0 (on the bench's mixtures that cut shortened
+        # 36 consecutive steps to 1-10% of the ARC step). Guard: the trial's gradient
+        # norm must stay within ``gamma`` times max(||grad||, mu), since a log-barrier
+        # whose entries collapsed toward 0 has a huge gradient and ARC takes many steps to
+        # recover; else t halves, and after ``halvings`` the linear step is taken.
+        rel = du / u
+        gate = hp["gamma"].astype(dt) * jnp.maximum(gnorm, mu)
+
+        def m_trial(t):
+            xt = positive_retract(v, q, rel, t)
+            ft, gt, et = evaluate(xt)
+            return t, xt, ft, gt, jnp.isfinite(ft) & (et <= gate)
+
+        def m_cond(c):
+            k, (*_, ok) = c
+            return (k < hp["halvings"]) & ~ok
+
+        def m_body(c):
+            k, (t, *_) = c
+            return k + 1, m_trial(0.5 * t)
+
+        t0 = jnp.minimum(1.0, hp["kappa"].astype(dt) / jnp.max(jnp.abs(rel)))
+        _, (t_m, x_m, f_m, g_m, ok) = jax.lax.while_loop(
+            m_cond, m_body, (jnp.int32(0), m_trial(t0))
+        )
+        t, x_new, f_new, g_new = jax.lax.cond(ok, lambda: (t_m, x_m, f_m, g_m), linear_step)
     xi, om = t * xi, t * om
-    f_new, g_new = _value_and_grad(x_new, args, mu)
 
     gp = jnp.sum(gxi * xi) + jnp.sum(g_om * om)
     # The quadratic model of the step actually taken (horizontal, shortened): one HVP.
@@ -843,6 +885,10 @@ def kmeans_newton(
     mu_factor: float = 0.2,
     centrality: float = 1.0,
     grow_max: float = 100.0,
+    path: str = "multiplicative",
+    kappa: float = 30.0,
+    gamma: float = 3.0,
+    halvings: int = 4,
 ):
     r"""Cubic-regularized Riemannian Newton (ARC) for the log-barrier K-means problem.
 
@@ -883,6 +929,25 @@ def kmeans_newton(
         centrality: continuation gate (1.0).
         tau: fraction to the boundary: a step is shortened so that the linearized lift
             keeps at least ``1 - tau`` of every entry of ``U`` (interior-point safeguard).
+        path: how the ARC step ``p`` (``dU = D phi[p]``) is taken. ``"linear"``: the
+            manifold's retraction of ``t p``, ``t`` cut by ``tau`` (the straight line
+            ``U + t dU`` may cross ``U_ij = 0``). ``"multiplicative"`` (default, our
+            addition): the positive retraction ``U exp(t dU / U)`` then Sinkhorn and the
+            factor (:func:`jaxsolve.cluster._problem.positive_retract`; a first-order
+            retraction along which ``log U`` is linear, the geodesics of the barrier's
+            Hessian metric), from ``t = min(1, kappa / max |dU / U|)``, halved (at most
+            ``halvings`` times) while the trial's gradient norm exceeds ``gamma``
+            times ``max(||grad||, mu_current)`` (a guard against entries collapsing
+            toward 0, where the barrier's gradient explodes), else the linear step. ARC's
+            ratio test then judges the step taken as before. Measured, steps to
+            ``||grad|| <= 1e-6`` over start keys 0-7 (linear -> multiplicative):
+            mixtures n = 150 75-112 -> 36-77, n = 300 62-104 -> 38-56; iris 54-69 -> 27-42,
+            wine 44-60 -> 19-32, breast_cancer 40-48 -> 22-30; the same final objective.
+        kappa: the multiplicative step's largest log-change of an entry (30: it bounds
+            ``exp`` only; the gradient guard decides).
+        gamma: the multiplicative step's gradient guard (3; 10 left tails of 100+ steps).
+        halvings: the multiplicative step's halvings before the linear fallback (4; with
+            10 the small steps kept pushing entries toward 0: tails of 120-170 steps).
     """
     for name, val in (
         ("mu", mu),
@@ -893,6 +958,12 @@ def kmeans_newton(
         check_positive(name, val)
     if not (isinstance(grow_max, int | float) and grow_max >= 2):
         raise ValueError(f"grow_max must be a number >= 2, got {grow_max!r}")
+    if path not in ("multiplicative", "linear"):
+        raise ValueError(f"path must be 'multiplicative' or 'linear', got {path!r}")
+    for name, val in (("kappa", kappa), ("gamma", gamma)):
+        check_positive(name, val)
+    if not (isinstance(halvings, int) and halvings >= 0):
+        raise ValueError(f"halvings must be a non-negative int, got {halvings!r}")
     if not (isinstance(max_inner, int) and max_inner >= 1):
         raise ValueError(f"max_inner must be a positive int, got {max_inner!r}")
     hp = {
@@ -907,5 +978,8 @@ def kmeans_newton(
         "mu_factor": mu_factor,
         "centrality": centrality,
         "grow_max": grow_max,
+        "kappa": kappa,
+        "gamma": gamma,
+        "halvings": halvings,
     }
-    return make_solver(_init, _step, hp=hp, max_inner=int(max_inner))
+    return make_solver(_init, _step, hp=hp, max_inner=int(max_inner), path=path)
