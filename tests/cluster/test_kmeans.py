@@ -478,8 +478,9 @@ def test_round_candidates_exact_on_a_cluster_matrix():
 
 
 def test_positive_retract_is_a_first_order_retraction(small_problem):
-    """``U exp(t dU/U)``, Sinkhorn, factor: on the manifold, positive for every ``t``,
-    the identity at ``t = 0`` and tangent to ``U + t dU`` (error O(t^2))."""
+    """``U exp(t dU/U)``, Sinkhorn, factor: the identity at ``t = 0``, tangent to
+    ``U + t dU`` (error O(t^2)), on the manifold and positive past the point where the
+    straight line leaves ``U > 0``."""
     n, k, r, data, x, mu, g = small_problem
     v, q = x
     basis = skew_basis(r, jnp.float64)
