@@ -179,11 +179,12 @@ def factor_lift(u, radius):
     return v, q
 
 
-def positive_retract(v, q, rel, t, sweeps: int = 30):
+def positive_retract(u, rel, t, radius, sweeps: int = 30):
     r"""Multiplicative retraction: ``U(t) = U * exp(t dU / U)``, mapped back to the manifold.
 
-    ``rel = dU / U`` for the lift ``U = phi(V, Q)`` and a tangent step with
-    ``dU = D phi[Xi, Omega Q]``. ``U * exp(t rel)`` is positive for every ``t``; a
+    ``u`` is the lift ``U = phi(V, Q)`` of the current point (``radius = ||V||``),
+    ``rel = dU / U`` for a tangent step with ``dU = D phi[Xi, Omega Q]``; the caller's
+    ``U`` is reused across trial lengths ``t``. ``U * exp(t rel)`` is positive for every ``t``; a
     symmetric Sinkhorn scaling (:func:`sym_sinkhorn`, ``sweeps`` sweeps, positive)
     restores the row sums and :func:`factor_lift` returns ``(V, Q)`` on the manifold (its
     trace rescaling shrinks or stretches ``V`` by ``1 + O(t^2)``). For a tangent ``dU``
@@ -199,9 +200,9 @@ def positive_retract(v, q, rel, t, sweeps: int = 30):
     very long steps (entries changed by ``e^{+-20}``) neither need hold: callers check
     the lift (the K-means Newton solver halves ``t``, or falls back to its linear step).
     """
-    u = lift(v, q) * jnp.exp(t * rel)
-    s = sym_sinkhorn(u, sweeps)
-    return factor_lift(s[:, None] * u, jnp.linalg.norm(v))
+    ut = u * jnp.exp(t * rel)
+    s = sym_sinkhorn(ut, sweeps)
+    return factor_lift(s[:, None] * ut, radius)
 
 
 def lloyd(points, centers, steps: int):

@@ -490,13 +490,14 @@ def test_positive_retract_is_a_first_order_retraction(small_problem):
     du = (jnp.concatenate([jnp.zeros((n, 1)), xi], axis=1) + lift_basis(v) @ omega) @ q
     rel = du / u
     man = kmeans_manifold(n, k, r)
-    ret = jax.jit(lambda t: lift(*positive_retract(v, q, rel, t, 60)))
+    radius = jnp.linalg.norm(v)
+    ret = jax.jit(lambda t: lift(*positive_retract(u, rel, t, radius, 60)))
     np.testing.assert_allclose(np.asarray(ret(0.0)), np.asarray(u), atol=1e-13)
     # 1.5x past the straight line's exit from U > 0 (the trace rescaling, not the
     # exponential, limits how far: see positive_retract)
     t_far = 1.5 / float(jnp.max(-rel))
     assert float(jnp.min(u + t_far * du)) < 0
-    far = positive_retract(v, q, rel, t_far, 60)
+    far = positive_retract(u, rel, t_far, radius, 60)
     assert float(jnp.min(lift(*far))) > 0
     assert float(man.residual(far)) < 1e-12
     errs = [float(jnp.max(jnp.abs(ret(t) - u - t * du))) for t in (1e-2, 1e-3)]
