@@ -8,14 +8,18 @@ Every algorithm is a pure ``init``/``step`` pair (:class:`Solver`) run by one dr
 import importlib
 
 from jaxsolve.core import (
+    AbstractSolver,
+    Implicit,
     Solution,
     Solver,
     SolverError,
     Status,
+    Unrolled,
     batch_mesh,
     custom_fixed_point,
     custom_root,
     default_tol,
+    hyper,
     make_solver,
     solve,
     solve_batch,
@@ -58,6 +62,10 @@ def __getattr__(name):
 
 
 __all__ = [
+    "AbstractSolver",
+    "Implicit",
+    "Unrolled",
+    "hyper",
     "Solution",
     "Solver",
     "SolverError",

@@ -1,15 +1,29 @@
-"""Core of jaxsolve: the solver protocol, the driver, statuses, implicit differentiation."""
+"""Core of jaxsolve: the solver protocol, the driver, adjoints, statuses, batching."""
 
+from jaxsolve.core.adjoint import Implicit, Unrolled
 from jaxsolve.core.batch import batch_mesh, solve_batch
 from jaxsolve.core.driver import Solution, SolverError, default_tol, run_steps, solve
 from jaxsolve.core.implicit import custom_fixed_point, custom_root, linear_solve
-from jaxsolve.core.protocol import BoundFn, Solver, State, make_solver
+from jaxsolve.core.protocol import (
+    AbstractSolver,
+    BoundFn,
+    Packed,
+    Solver,
+    State,
+    hyper,
+    make_solver,
+    pack,
+)
 from jaxsolve.core.status import Status, as_status_array, status_counts, status_message
 
 __all__ = [
+    "AbstractSolver",
+    "Implicit",
+    "Unrolled",
     "batch_mesh",
     "solve_batch",
     "BoundFn",
+    "Packed",
     "Solution",
     "Solver",
     "SolverError",
@@ -19,8 +33,10 @@ __all__ = [
     "custom_fixed_point",
     "custom_root",
     "default_tol",
+    "hyper",
     "linear_solve",
     "make_solver",
+    "pack",
     "run_steps",
     "solve",
     "status_counts",

@@ -25,7 +25,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from jaxsolve.core.driver import Solution, _advance, _done, _final, default_tol, solve
-from jaxsolve.core.protocol import Solver
+from jaxsolve.core.protocol import check_solver, pack
 from jaxsolve.core.validation import check_floating, is_concrete
 
 __all__ = ["solve_batch", "batch_mesh"]
@@ -162,7 +162,7 @@ def _solve_compact(solver, x0, args, tol, args_axis, in_axes, max_steps, rounds,
 
 
 def solve_batch(
-    solver: Solver,
+    solver: Any,
     x0: Any,
     args: Any,
     *,
@@ -201,6 +201,8 @@ def solve_batch(
         A :class:`~jaxsolve.Solution` whose leaves have the batch axis first. Equal,
         lane for lane, to a loop of single solves.
     """
+    check_solver(solver)
+    solver = pack(solver)
     in_axes = tuple(in_axes)
     if len(in_axes) != 2 or any(a not in (0, None) for a in in_axes):
         raise ValueError(f"in_axes must be a pair of 0/None for (x0, args), got {in_axes}")

@@ -7,6 +7,7 @@ the final status follow one rule for every solver (see :func:`solve`).
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from functools import partial
 from typing import Any, NamedTuple
@@ -16,7 +17,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsolve.core.protocol import Solver
+from jaxsolve.core.adjoint import Implicit, Unrolled, resolve_adjoint
+from jaxsolve.core.implicit import custom_root
+from jaxsolve.core.protocol import Packed, check_solver, pack
 from jaxsolve.core.status import Status, status_counts, status_message
 from jaxsolve.core.validation import check_floating, check_nonempty, is_concrete
 
@@ -66,6 +69,10 @@ class Solution(NamedTuple):
         error: the solver's optimality measure at the end.
         history: per-step ``error`` (length ``max_steps``, NaN after the last step)
             when requested with ``history=True`` or with ``loop="fixed"``, else None.
+        info: the per-step ``Info`` the solver's ``step`` returned, as a pytree whose
+            leaves have a leading ``max_steps`` axis (NaN, or 0 for integer leaves,
+            after the last step), recorded with ``history=True`` or ``loop="fixed"``;
+            else None.
     """
 
     x: Any
@@ -74,6 +81,7 @@ class Solution(NamedTuple):
     num_steps: jax.Array
     error: jax.Array
     history: Any = None
+    info: Any = None
 
     @property
     def message(self):
@@ -98,10 +106,40 @@ def _done(state, tol):
     return (state.error <= tol) | (state.status != Status.SUCCESS) | ~jnp.isfinite(state.error)
 
 
-def _final(solver: Solver, state, args, tol, num_steps, history) -> Solution:
+def _init(solver, x0, args):
+    """``solver.init`` with the State checked at trace time (a clear error, not a
+    failure deep inside ``lax.while_loop``)."""
+    state = solver.init(x0, args)
+    missing = [f for f in ("x", "iter_num", "error", "status") if not hasattr(state, f)]
+    if missing or not hasattr(state, "_replace"):
+        raise TypeError(
+            "init must return a NamedTuple State with fields x, iter_num, error, status "
+            f"(got {type(state).__name__}, missing {missing or 'the NamedTuple _replace'})"
+        )
+    for name in ("iter_num", "error", "status"):
+        v = getattr(state, name)
+        if not isinstance(v, jax.Array | jax.core.Tracer) or jnp.ndim(v) != 0:
+            raise TypeError(
+                f"State.{name} must be a 0-d JAX array (e.g. jnp.asarray(...)), got "
+                f"{type(v).__name__} of shape {jnp.shape(v)}"
+            )
+    if not jnp.issubdtype(state.error.dtype, jnp.floating):
+        raise TypeError(f"State.error must be a real floating scalar, got {state.error.dtype}")
+    return state
+
+
+def _step(solver, state, args, options):
+    """One step, with the run-time ``options`` (a :class:`Packed` or None) if any."""
+    if options is None:
+        return solver.step(state, args)
+    return solver.step(state, args, options=options.unpack())
+
+
+def _final(solver, state, args, tol, num_steps, history, info=None) -> Solution:
     converged = state.error <= tol
-    if solver.finalize is not None:
-        state = solver.finalize(state, args, converged)
+    finalize = getattr(solver, "finalize", None)
+    if finalize is not None:
+        state = finalize(state, args, converged)
     nonfinite = ~(_tree_isfinite(state.x) & jnp.isfinite(state.error))
     status = jnp.where(
         nonfinite,
@@ -113,11 +151,27 @@ def _final(solver: Solver, state, args, tol, num_steps, history) -> Solution:
         ),
     ).astype(jnp.int32)
     state = state._replace(status=status)
-    return Solution(state.x, state, status, jnp.asarray(num_steps, jnp.int32), state.error, history)
+    return Solution(
+        state.x, state, status, jnp.asarray(num_steps, jnp.int32), state.error, history, info
+    )
 
 
-def _advance(solver: Solver, state, args, tol, k, limit, hist):
-    """Step while ``k < limit`` and not done. One compiled body serves every mode."""
+def _info_buffer(solver, state, args, options, length):
+    """Per-step Info storage: NaN for floating leaves, zeros otherwise."""
+    info = jax.eval_shape(lambda: _step(solver, state, args, options)[1])
+
+    def empty(leaf):
+        fill = jnp.nan if jnp.issubdtype(leaf.dtype, jnp.inexact) else 0
+        return jnp.full((length,) + leaf.shape, fill, leaf.dtype)
+
+    return jax.tree.map(empty, info)
+
+
+def _advance(solver, state, args, tol, k, limit, hist, options=None):
+    """Step while ``k < limit`` and not done. One compiled body serves every mode.
+
+    ``hist`` is None or a pair ``(errors, infos)`` of per-step buffers.
+    """
 
     def cond(carry):
         s, j, _ = carry
@@ -125,45 +179,91 @@ def _advance(solver: Solver, state, args, tol, k, limit, hist):
 
     def body(carry):
         s, j, h = carry
-        s, _ = solver.step(s, args)
+        s, info = _step(solver, s, args, options)
         if h is not None:
-            h = h.at[j].set(s.error.astype(h.dtype))
+            errs, infos = h
+            errs = errs.at[j].set(s.error.astype(errs.dtype))
+            infos = jax.tree.map(lambda buf, v: buf.at[j].set(v), infos, info)
+            h = (errs, infos)
         return s, j + 1, h
 
     return jax.lax.while_loop(cond, body, (state, k, hist))
 
 
+def _run_while(solver, x0, args, tol, max_steps_dyn, options, max_steps, record):
+    state = _init(solver, x0, args)
+    tol = jnp.asarray(tol, state.error.dtype)
+    hist = None
+    if record:
+        errs = jnp.full((max_steps,), jnp.nan, state.error.dtype)
+        hist = (errs, _info_buffer(solver, state, args, options, max_steps))
+    state, k, hist = _advance(solver, state, args, tol, jnp.int32(0), max_steps_dyn, hist, options)
+    errs, infos = (None, None) if hist is None else hist
+    return _final(solver, state, args, tol, k, errs, infos)
+
+
+def _run_fixed(solver, x0, args, tol, options, max_steps, freeze, checkpoint):
+    """``max_steps`` steps by ``lax.scan``; ``freeze``: a finished solve stops changing
+    (the while loop's iterates, but reverse-differentiable)."""
+    state = _init(solver, x0, args)
+    tol = jnp.asarray(tol, state.error.dtype)
+
+    def body(carry, _):
+        s, k = carry
+        new, info = _step(solver, s, args, options)
+        if freeze:
+            done = _done(s, tol)
+            new = jax.tree.map(lambda a, b: jnp.where(done, a, b), s, new)
+            k = k + jnp.where(done, 0, 1).astype(jnp.int32)
+        else:
+            k = k + 1
+        return (new, k), (new.error, info)
+
+    if checkpoint:
+        body = jax.checkpoint(body)
+    (state, k), (errs, infos) = jax.lax.scan(body, (state, jnp.int32(0)), None, length=max_steps)
+    if freeze:  # as the while loop records them: NaN after the last step
+        live = jnp.arange(max_steps) < k
+        errs = jnp.where(live, errs, jnp.nan)
+    return _final(solver, state, args, tol, k, errs, infos)
+
+
 @partial(jax.jit, static_argnames=("max_steps", "record"))
-def _solve_while(solver, x0, args, tol, max_steps_dyn, *, max_steps, record):
-    state = solver.init(x0, args)
-    tol = jnp.asarray(tol, state.error.dtype)
-    hist = jnp.full((max_steps,), jnp.nan, state.error.dtype) if record else None
-    state, k, hist = _advance(solver, state, args, tol, jnp.int32(0), max_steps_dyn, hist)
-    return _final(solver, state, args, tol, k, hist)
+def _solve_while(solver, x0, args, tol, max_steps_dyn, options, *, max_steps, record):
+    return _run_while(solver, x0, args, tol, max_steps_dyn, options, max_steps, record)
 
 
-@partial(jax.jit, static_argnames=("max_steps",))
-def _solve_fixed(solver, x0, args, tol, *, max_steps):
-    state = solver.init(x0, args)
-    tol = jnp.asarray(tol, state.error.dtype)
+@partial(jax.jit, static_argnames=("max_steps", "freeze", "checkpoint"))
+def _solve_fixed(solver, x0, args, tol, options, *, max_steps, freeze=False, checkpoint=False):
+    return _run_fixed(solver, x0, args, tol, options, max_steps, freeze, checkpoint)
 
-    def body(s, _):
-        s, _ = solver.step(s, args)
-        return s, s.error
 
-    state, hist = jax.lax.scan(body, state, None, length=max_steps)
-    return _final(solver, state, args, tol, max_steps, hist)
+def _with_implicit(adjoint: Implicit, run, solver, x0, args) -> Solution:
+    """``run(solver, x0, args) -> Solution`` whose ``x`` has implicit derivatives."""
+
+    def optimality(x, solver, args):
+        return solver.optimality(x, args)
+
+    @custom_root(
+        optimality, has_aux=True, solve=adjoint.solve, symmetric=adjoint.symmetric, tol=adjoint.tol
+    )
+    def solved(x0, solver, args):
+        sol = run(solver, x0, args)
+        return sol.x, sol
+
+    x, sol = solved(x0, solver, args)
+    return sol._replace(x=x)
 
 
 @jax.jit
 def _init_jit(solver, x0, args):
-    return solver.init(x0, args)
+    return _init(solver, x0, args)
 
 
 @jax.jit
-def _chunk_jit(solver, state, args, tol, k, limit):
+def _chunk_jit(solver, state, args, tol, k, limit, options):
     tol = jnp.asarray(tol, state.error.dtype)
-    state, k, _ = _advance(solver, state, args, tol, k, limit, None)
+    state, k, _ = _advance(solver, state, args, tol, k, limit, None, options)
     return state, k, _done(state, tol)
 
 
@@ -172,11 +272,14 @@ def _final_jit(solver, state, args, tol, k):
     return _final(solver, state, args, jnp.asarray(tol, state.error.dtype), k, None)
 
 
-def run_steps(solver: Solver, state, args, num_steps: int):
+def run_steps(solver, state, args, num_steps: int):
     """Apply ``step`` exactly ``num_steps`` times (uncompiled helper for tests/debugging)."""
     for _ in range(num_steps):
         state, _ = solver.step(state, args)
     return state
+
+
+_TQDM_WARNED = []
 
 
 def _progress_bar(total: int, enabled: bool):
@@ -184,12 +287,18 @@ def _progress_bar(total: int, enabled: bool):
         return None
     try:
         from tqdm.auto import tqdm
-    except ImportError:  # pragma: no cover - tqdm is in the dev extra
+    except ImportError:
+        if not _TQDM_WARNED:
+            _TQDM_WARNED.append(True)
+            warnings.warn(
+                "progress=True needs tqdm (pip install tqdm); running without a bar",
+                stacklevel=3,
+            )
         return None
     return tqdm(total=total, unit="step", leave=True)
 
 
-def _solve_progress(solver, x0, args, tol, max_steps, chunk, callback, show):
+def _solve_progress(solver, x0, args, tol, max_steps, chunk, callback, show, options):
     if not (is_concrete(x0) and is_concrete(args)):
         raise ValueError(
             "progress=True / callback= drive the loop from Python and cannot run under "
@@ -202,7 +311,7 @@ def _solve_progress(solver, x0, args, tol, max_steps, chunk, callback, show):
         while int(k) < max_steps:
             limit = jnp.int32(min(int(k) + chunk, max_steps))
             prev = int(k)
-            state, k, done = _chunk_jit(solver, state, args, tol, k, limit)
+            state, k, done = _chunk_jit(solver, state, args, tol, k, limit, options)
             if bar is not None:
                 bar.update(int(k) - prev)
                 bar.set_postfix(error=f"{float(state.error):.3e}")
@@ -212,12 +321,14 @@ def _solve_progress(solver, x0, args, tol, max_steps, chunk, callback, show):
                 break
     finally:
         if bar is not None:
+            bar.total = int(k)  # the bar ends where the solve stopped, full
+            bar.refresh()
             bar.close()
     return _final_jit(solver, state, args, tol, k)
 
 
 def solve(
-    solver: Solver,
+    solver: Any,
     x0: Any,
     args: Any = None,
     *,
@@ -229,6 +340,8 @@ def solve(
     callback: Callable | None = None,
     chunk: int | None = None,
     history: bool = False,
+    adjoint: Implicit | Unrolled | None = None,
+    options: dict | None = None,
 ) -> Solution:
     r"""Run ``solver`` from ``x0`` on problem data ``args``.
 
@@ -243,7 +356,9 @@ def solve(
       ``MAX_STEPS``.
 
     Args:
-        solver: a :class:`~jaxsolve.Solver`.
+        solver: anything with ``init(x0, args)`` and ``step(state, args)``: a
+            :class:`~jaxsolve.AbstractSolver` (an ``equinox`` Module), a
+            :class:`~jaxsolve.Solver` of plain functions, a family's factory output.
         x0: initial iterate (any pytree of floating arrays).
         args: problem data (a pytree of arrays; vmapped, sharded, differentiated).
         tol: tolerance on ``state.error``; default by dtype (:func:`default_tol`).
@@ -259,13 +374,21 @@ def solve(
         callback: ``callback(state, num_steps) -> bool | None`` called after each chunk
             (implies host-driven chunks); returning True stops early.
         chunk: steps per chunk for ``progress``/``callback`` (default ``max(1, max_steps // 50)``).
-        history: record the per-step ``error`` in ``Solution.history`` (while loop).
+        history: record the per-step ``error`` in ``Solution.history`` and the per-step
+            ``Info`` in ``Solution.info``.
+        adjoint: how ``Solution.x`` is differentiated (:mod:`jaxsolve.core.adjoint`):
+            :class:`~jaxsolve.Implicit` (the solver's ``optimality`` condition at the
+            solution), :class:`~jaxsolve.Unrolled` (through the iterations), or None:
+            ``Implicit()`` for a ``while`` loop of a solver that declares
+            ``optimality``, plain autodiff of the loop otherwise.
+        options: run-time options, passed to ``step`` as ``step(state, args,
+            options=options)`` (only when given). Arrays in it are traced, other
+            values are static.
 
     Returns:
         A :class:`Solution`.
     """
-    if not isinstance(solver, Solver):
-        raise TypeError(f"solver must be a jaxsolve.Solver, got {type(solver).__name__}")
+    check_solver(solver)
     if isinstance(max_steps, bool) or not isinstance(max_steps, int | np.integer) or max_steps < 1:
         raise ValueError(f"max_steps must be a positive int, got {max_steps!r}")
     max_steps = int(max_steps)
@@ -281,24 +404,46 @@ def solve(
             raise ValueError(f"tol must be a non-negative number, got {tol!r}")
     if (progress or callback is not None) and loop == "fixed":
         raise ValueError("progress/callback run the 'while' loop in chunks; use loop='while'")
+    if options is not None and not isinstance(options, dict | Packed):
+        raise TypeError(f"options must be a dict, got {type(options).__name__}")
+    packed = pack(solver)
+    opts = None if options is None else pack(options)
+    adjoint = resolve_adjoint(adjoint, packed, loop)
 
     if progress or callback is not None:
         chunk = max(1, max_steps // 50) if chunk is None else int(chunk)
         if chunk < 1:
             raise ValueError(f"chunk must be a positive int, got {chunk}")
-        sol = _solve_progress(solver, x0, args, tol, max_steps, chunk, callback, progress)
-    elif loop == "fixed":
-        sol = _solve_fixed(solver, x0, args, tol, max_steps=max_steps)
+        sol = _solve_progress(packed, x0, args, tol, max_steps, chunk, callback, progress, opts)
     else:
-        sol = _solve_while(
-            solver,
-            x0,
-            args,
-            tol,
-            jnp.int32(max_steps),
-            max_steps=max_steps if history else 0,
-            record=history,
-        )
+        if loop == "fixed":
+            run = lambda sv, x, a: _solve_fixed(sv, x, a, tol, opts, max_steps=max_steps)  # noqa: E731
+        elif isinstance(adjoint, Unrolled):
+            run = lambda sv, x, a: _solve_fixed(  # noqa: E731
+                sv,
+                x,
+                a,
+                tol,
+                opts,
+                max_steps=max_steps,
+                freeze=True,
+                checkpoint=adjoint.checkpoint,
+            )
+        else:
+            run = lambda sv, x, a: _solve_while(  # noqa: E731
+                sv,
+                x,
+                a,
+                tol,
+                jnp.int32(max_steps),
+                opts,
+                max_steps=max_steps if history else 0,
+                record=history,
+            )
+        if isinstance(adjoint, Implicit):
+            sol = _with_implicit(adjoint, run, packed, x0, args)
+        else:
+            sol = run(packed, x0, args)
     if throw:
         sol = _throw(sol)
     return sol
