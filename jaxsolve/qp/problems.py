@@ -284,25 +284,36 @@ def infeasible_qp(
     )
 
 
-def _mm_dir() -> pathlib.Path:
+_MM_BUNDLED = pathlib.Path(__file__).resolve().parent / "data" / "maros_meszaros"
+
+
+def _mm_dirs() -> list[pathlib.Path]:
+    """Folders searched for Maros-Meszaros problems, first match wins: the folder in
+    ``$JAXSOLVE_MAROS_MESZAROS`` (the full set of 138, when a user has it), then the 44
+    small problems shipped with jaxsolve (``n <= 300``, ``m <= 600``)."""
     env = os.environ.get("JAXSOLVE_MAROS_MESZAROS")
-    if env:
-        return pathlib.Path(env)
-    root = pathlib.Path(__file__).resolve().parents[2]
-    return root.parent / "shared" / "data" / "maros_meszaros"
+    return ([pathlib.Path(env)] if env else []) + [_MM_BUNDLED]
+
+
+def _mm_path(name: str) -> pathlib.Path | None:
+    for d in _mm_dirs():
+        if (d / f"{name}.mat").exists():
+            return d / f"{name}.mat"
+    return None
 
 
 def maros_meszaros_names(max_n: int | None = None, max_m: int | None = None) -> list[str]:
     """Names of the Maros-Meszaros problems found on disk (optionally ``n <= max_n``,
-    ``m <= max_m``; reading the sizes loads each file, which needs SciPy)."""
-    names = sorted(p.stem for p in _mm_dir().glob("*.mat"))
+    ``m <= max_m``; reading the sizes loads each file, which needs SciPy): the 44 shipped
+    ones plus any in ``$JAXSOLVE_MAROS_MESZAROS``."""
+    names = sorted({p.stem for d in _mm_dirs() if d.is_dir() for p in d.glob("*.mat")})
     if max_n is None and max_m is None:
         return names
     import scipy.io  # lazy: scipy is a test/bench dependency, not a runtime one
 
     out = []
     for name in names:
-        d = scipy.io.loadmat(_mm_dir() / f"{name}.mat", variable_names=("n", "m"))
+        d = scipy.io.loadmat(_mm_path(name), variable_names=("n", "m"))
         n, m = int(d["n"].ravel()[0]), int(d["m"].ravel()[0])
         if (max_n is None or n <= max_n) and (max_m is None or m <= max_m):
             out.append(name)
@@ -312,23 +323,28 @@ def maros_meszaros_names(max_n: int | None = None, max_m: int | None = None) -> 
 def load_maros_meszaros(name_or_path: str | os.PathLike, *, dtype=jnp.float64) -> QP:
     r"""Load a Maros-Meszaros problem (``.mat`` in the qpbenchmark/OSQP format) as a dense QP.
 
-    ``name_or_path`` is a problem name (``"HS21"``, looked up in
-    ``$JAXSOLVE_MAROS_MESZAROS`` or, by default, ``../shared/data/maros_meszaros``
-    relative to the repository root) or a path to a ``.mat`` file with keys ``P, q,
-    A, l, u`` (and the objective constant ``r``, dropped here). Bounds with
-    ``|value| >= 1e20`` become infinite.
+    ``name_or_path`` is a problem name (``"HS21"``) or a path to a ``.mat`` file with
+    keys ``P, q, A, l, u`` (and the objective constant ``r``, dropped here). A name is
+    looked up first in the folder ``$JAXSOLVE_MAROS_MESZAROS`` (set it to use the full
+    set of 138 problems), then among the 44 small problems (``n <= 300``, ``m <= 600``,
+    about 210 KB, public test data) shipped inside jaxsolve, so the loader works on a
+    fresh install. Bounds with ``|value| >= 1e20`` become infinite.
 
     This loader imports ``scipy.io`` lazily, inside the function: SciPy is *not* a
     runtime dependency of jaxsolve, only of this loader (install ``jaxsolve[dev]``).
     """
     path = pathlib.Path(name_or_path)
     if path.suffix != ".mat":
-        path = _mm_dir() / f"{name_or_path}.mat"
-    if not path.exists():
-        raise ValueError(
-            f"Maros-Meszaros problem {name_or_path!r} not found at {path} "
-            "(set JAXSOLVE_MAROS_MESZAROS to the folder holding the .mat files)"
-        )
+        found = _mm_path(str(name_or_path))
+        if found is None:
+            where = " or ".join(str(d) for d in _mm_dirs())
+            raise ValueError(
+                f"Maros-Meszaros problem {name_or_path!r} not found in {where} "
+                "(set JAXSOLVE_MAROS_MESZAROS to the folder holding the full set of .mat files)"
+            )
+        path = found
+    elif not path.exists():
+        raise ValueError(f"Maros-Meszaros problem file {str(path)!r} not found")
     try:
         import scipy.io
         import scipy.sparse

@@ -607,9 +607,14 @@ def test_gradient_under_vmap_and_jit():
 # ---------------------------------------------------------------- loader
 
 
-def test_maros_meszaros_loader():
-    from jaxsolve.qp.problems import load_maros_meszaros
+def test_maros_meszaros_loader(monkeypatch, tmp_path):
+    """The 44 small problems ship inside jaxsolve: HS21 loads with the full-set folder
+    variable pointing at a missing folder (a clean clone, no ../shared)."""
+    from jaxsolve.qp.problems import load_maros_meszaros, maros_meszaros_names
 
+    monkeypatch.setenv("JAXSOLVE_MAROS_MESZAROS", str(tmp_path / "missing"))
+    assert len(maros_meszaros_names()) == 44
+    assert len(maros_meszaros_names(300, 600)) == 44
     qp = load_maros_meszaros("HS21")
     assert (qp.n, qp.m) == (2, 3)
     validate_qp(qp)
