@@ -76,6 +76,11 @@ class SolverCase:
         batch_size: number of problems in the vmap check.
         vmap_rtol: bound on the relative difference of a batched lane and its
             single solve (batched kernels round differently in the last bits).
+        measure: optional ``measure(sol, args) -> float``: the documented optimality
+            measure recomputed from the returned point for the problem as given (not
+            the solver's own running ``error``); a SUCCESS must have it at most
+            ``measure_slack * tol``.
+        measure_slack: allowance for recomputing in another order of operations.
     """
 
     name: str
@@ -96,6 +101,8 @@ class SolverCase:
     distinct_steps: bool = True
     batch_size: int = 4
     vmap_rtol: float = 1e-9
+    measure: Callable[[Any, Any], float] | None = None
+    measure_slack: float = 1.0 + 1e-6
 
     def __str__(self) -> str:  # pytest ids
         return self.name
@@ -125,6 +132,12 @@ def check_converges(case: SolverCase, seed: int = 0) -> None:
     assert int(sol.status) == Status.SUCCESS, (
         f"{case.name}: status {Status(int(sol.status)).name}, error {float(sol.error):.3e}"
     )
+    if case.measure is not None:
+        m = float(case.measure(sol, args))
+        assert m <= case.measure_slack * case.tol, (
+            f"{case.name}: SUCCESS, but the recomputed optimality measure is {m:.3e} "
+            f"> tol {case.tol:.1e}"
+        )
     ref = case.reference(args)
     err = rel_error(_flat(case, sol.x), _flat(case, ref) if case.compare is None else np.ravel(ref))
     assert err <= case.accuracy, f"{case.name}: relative error {err:.3e} > {case.accuracy:.1e}"

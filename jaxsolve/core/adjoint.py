@@ -55,11 +55,15 @@ class Unrolled:
 
 def resolve_adjoint(adjoint, solver, loop: str):
     """The adjoint to use: ``None`` picks ``Implicit()`` for a ``while`` loop of a
-    solver that declares ``optimality``, and plain autodiff of the loop otherwise
-    (forward mode through ``while``, both modes through ``fixed``)."""
+    solver that declares ``optimality`` (with the solver's ``implicit_solve``
+    attribute as the linear solver, if it has one), and plain autodiff of the loop
+    otherwise (forward mode through ``while``, both modes through ``fixed``)."""
     has_opt = getattr(solver, "optimality", None) is not None
     if adjoint is None:
-        return Implicit() if (has_opt and loop == "while") else None
+        if not (has_opt and loop == "while"):
+            return None
+        # a solver may name the linear solver its optimality condition suits
+        return Implicit(solve=getattr(solver, "implicit_solve", None) or "dense")
     if isinstance(adjoint, Implicit):
         if not has_opt:
             raise ValueError(

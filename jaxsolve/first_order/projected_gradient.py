@@ -34,24 +34,34 @@ linear inverse problems", SIAM J. Imaging Sci. 2009; Nesterov 1983):
 Differentiation: ``loop="fixed"`` unrolls the iteration (the step size and the
 restart decisions are treated as constants, the line search is not differentiated);
 :func:`minimize_projected` differentiates the solution implicitly through the fixed
-point :math:`x = P_C(x - \nabla f(x)/L)` (:func:`jaxsolve.core.custom_fixed_point`).
+point :math:`x = P_C(x - \nabla f(x)/L)` (``adjoint=Implicit()``, the default of
+``jaxsolve.solve`` for this solver, through :meth:`ProjectedGradient.optimality`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 
-from jaxsolve.core import Solution, custom_fixed_point, make_solver, solve
-from jaxsolve.core.protocol import Solver
+from jaxsolve.core import Implicit, Solution, solve
+from jaxsolve.core.protocol import AbstractSolver, hyper
 from jaxsolve.core.status import Status
 from jaxsolve.core.validation import check_floating, check_nonempty, is_concrete
 
-__all__ = ["projected_gradient", "minimize_projected", "PGState", "PGInfo"]
+__all__ = [
+    "projected_gradient",
+    "minimize_projected",
+    "ProjectedGradient",
+    "PGState",
+    "PGInfo",
+]
 
 sg = jax.lax.stop_gradient
 
@@ -91,23 +101,12 @@ class PGInfo(NamedTuple):
     restarted: jax.Array
 
 
-# --- pytree arithmetic -------------------------------------------------------------------
+# --- pytree arithmetic: optax.tree --------------------------------------------------------
 
 
 def _axpy(a, x, y):
-    return jax.tree.map(lambda u, v: a * u + v, x, y)
-
-
-def _sub(x, y):
-    return jax.tree.map(jnp.subtract, x, y)
-
-
-def _vdot(x, y):
-    return sum(jnp.vdot(u, v) for u, v in zip(jax.tree.leaves(x), jax.tree.leaves(y), strict=True))
-
-
-def _sqnorm(x):
-    return _vdot(x, x)
+    """``a * x + y`` over pytrees."""
+    return optax.tree.add_scale(y, a, x)
 
 
 def _dtype(x):
@@ -140,17 +139,17 @@ def _grad_map_norm(projection, x, g, L, pargs, split_args):
     """``L * ||x - P(x - g/L)||``: the gradient-mapping norm (not differentiated)."""
     x, g, L = sg(x), sg(g), sg(L)
     p = _project(projection, _axpy(-1 / L, g, x), pargs, split_args)
-    return L * jnp.sqrt(_sqnorm(_sub(x, p)))
+    return L * optax.tree.norm(optax.tree.sub(x, p))
 
 
 def _probe_lipschitz(fun, x, g, fargs, dtype):
     """Curvature along the gradient: ``||grad f(x + h v) - grad f(x)|| / h``, ``v = g/||g||``."""
     x, g = sg(x), sg(g)
-    gn = jnp.sqrt(_sqnorm(g))
-    h = 1e-3 * (1 + jnp.sqrt(_sqnorm(x)))
+    gn = optax.tree.norm(g)
+    h = 1e-3 * (1 + optax.tree.norm(x))
     v = jax.tree.map(lambda u: u / jnp.where(gn > 0, gn, 1), g)
     _, g2 = _value_and_grad(fun, _axpy(h, v, x), fargs, dtype)
-    L = jnp.sqrt(_sqnorm(_sub(g2, g))) / h
+    L = optax.tree.norm(optax.tree.sub(g2, g)) / h
     ok = jnp.isfinite(L) & (L > jnp.finfo(dtype).tiny ** 0.5) & (gn > 0)
     return jnp.where(ok, L, jnp.ones((), dtype)).astype(dtype)
 
@@ -163,13 +162,15 @@ def _backtrack(fun, projection, y, f_y, g_y, L0, fargs, pargs, increase, *, spli
 
     def trial(L):
         xp = _project(projection, _axpy(-1 / L, g_y, y), pargs, split_args)
-        d = _sub(xp, y)
+        d = optax.tree.sub(xp, y)
         fp, gp = _value_and_grad(fun, xp, fargs, dtype)
-        dd = _sqnorm(d)
+        dd = optax.tree.norm(d, squared=True)
         ddp = jnp.where(dd > 0, dd, 1)
-        delta = fp - f_y - _vdot(g_y, d)
+        delta = fp - f_y - optax.tree.vdot(g_y, d)
         reliable = jnp.abs(delta) >= 100 * eps * jnp.maximum(jnp.abs(fp), jnp.abs(f_y))
-        local = jnp.where(reliable, 2 * delta / ddp, _vdot(_sub(gp, g_y), d) / ddp)
+        local = jnp.where(
+            reliable, 2 * delta / ddp, optax.tree.vdot(optax.tree.sub(gp, g_y), d) / ddp
+        )
         # d = 0: y is already a fixed point of the step, nothing to check
         local = jnp.where(dd > 0, local, jnp.zeros_like(local))
         return xp, fp, gp, local
@@ -213,108 +214,150 @@ def _projection_with_value(projection, split_args, value, z, pargs):
     return known(value, z, pargs)
 
 
-def _init(
-    x0, args, *, hp, fun, projection, accelerated, backtracking, restart, split_args, max_trials
-):
-    fargs, pargs = _split(args, split_args)
-    dtype = _dtype(x0)
-    x = _project(projection, x0, pargs, split_args)
-    f, g = _value_and_grad(fun, x, fargs, dtype)
-    if backtracking:
-        L = _probe_lipschitz(fun, x, g, fargs, dtype)
-    else:
-        L = (1 / hp["stepsize"]).astype(dtype)
-    err = _grad_map_norm(projection, x, g, L, pargs, split_args)
-    return PGState(
-        x=x,
-        iter_num=jnp.int32(0),
-        error=err.astype(dtype),
-        status=jnp.int32(Status.SUCCESS),
-        y=x,
-        f_y=f,
-        g_y=g,
-        f_x=f,
-        momentum=jnp.ones((), dtype),
-        lipschitz=sg(L),
-    )
+class ProjectedGradient(AbstractSolver):
+    """Projected gradient / FISTA (see the module docstring); built by :func:`projected_gradient`.
 
+    Fields: ``fun``, ``projection`` and the structural options are static;
+    ``stepsize`` (None: backtracking), ``shrink`` and ``increase`` are traced
+    hyperparameters, so a sweep over them reuses one compilation.
+    """
 
-def _step(
-    state, args, *, hp, fun, projection, accelerated, backtracking, restart, split_args, max_trials
-):
-    fargs, pargs = _split(args, split_args)
-    dtype = state.f_y.dtype
-    y, g_y = state.y, state.g_y
-    status = state.status
-    if backtracking:
-        L, x_trial, f_new, g_new, trials, failed = _backtrack(
-            fun,
-            projection,
-            y,
-            state.f_y,
-            g_y,
-            # floor: on a locally linear f the estimate may shrink for ever; 1/L must stay finite
-            jnp.maximum(state.lipschitz * hp["shrink"].astype(dtype), jnp.finfo(dtype).tiny ** 0.5),
-            fargs,
-            pargs,
-            hp["increase"].astype(dtype),
-            split_args=split_args,
-            max_trials=max_trials,
-        )
-        L = sg(L)
-        status = jnp.where(failed, jnp.int32(Status.BREAKDOWN), status)
-    else:
-        L = (1 / hp["stepsize"]).astype(dtype)
-        trials = jnp.int32(1)
-    # The differentiable update (the line search only chose L).
-    z = _axpy(-1 / L, g_y, y)
-    if backtracking:
-        x_new = _projection_with_value(projection, split_args, x_trial, z, pargs)
-    else:
-        x_new = _project(projection, z, pargs, split_args)
-    if not backtracking:
-        if accelerated:
-            f_new, g_new = _value_and_grad(fun, sg(x_new), fargs, dtype)
+    fun: Callable = eqx.field(static=True)
+    projection: Callable = eqx.field(static=True)
+    stepsize: Any = None
+    shrink: Any = 0.9
+    increase: Any = 2.0
+    accelerated: bool = eqx.field(static=True, default=True)
+    restart: str | None = eqx.field(static=True, default="gradient")
+    split_args: bool = eqx.field(static=True, default=False)
+    max_trials: int = eqx.field(static=True, default=30)
+    implicit_solve: Any = eqx.field(static=True, default="gmres")
+
+    def init(self, x0, args) -> PGState:
+        fun, projection, split_args = self.fun, self.projection, self.split_args
+        fargs, pargs = _split(args, split_args)
+        dtype = _dtype(x0)
+        x = _project(projection, x0, pargs, split_args)
+        f, g = _value_and_grad(fun, x, fargs, dtype)
+        if self.stepsize is None:
+            L = _probe_lipschitz(fun, x, g, fargs, dtype)
         else:
-            f_new, g_new = _value_and_grad(fun, x_new, fargs, dtype)
-    err = _grad_map_norm(projection, x_new, g_new, L, pargs, split_args)
+            L = 1 / hyper(self.stepsize, dtype)
+        err = _grad_map_norm(projection, x, g, L, pargs, split_args)
+        return PGState(
+            x=x,
+            iter_num=jnp.int32(0),
+            error=err.astype(dtype),
+            status=jnp.int32(Status.SUCCESS),
+            y=x,
+            f_y=f,
+            g_y=g,
+            f_x=f,
+            momentum=jnp.ones((), dtype),
+            lipschitz=sg(L),
+        )
 
-    t = state.momentum
-    if accelerated:
-        t_next = (1 + jnp.sqrt(1 + 4 * t * t)) / 2
-        if restart == "gradient":
-            restarted = _vdot(sg(_sub(y, x_new)), sg(_sub(x_new, state.x))) > 0
-        elif restart == "function":
-            # an increase at rounding level is noise, not a reason to restart
-            noise = 16 * jnp.finfo(dtype).eps * jnp.abs(state.f_x)
-            restarted = sg(f_new) - state.f_x > noise
+    def step(self, state: PGState, args) -> tuple[PGState, PGInfo]:
+        fun, projection, split_args = self.fun, self.projection, self.split_args
+        accelerated, restart = self.accelerated, self.restart
+        backtracking = self.stepsize is None
+        fargs, pargs = _split(args, split_args)
+        dtype = state.f_y.dtype
+        y, g_y = state.y, state.g_y
+        status = state.status
+        if backtracking:
+            L, x_trial, f_new, g_new, trials, failed = _backtrack(
+                fun,
+                projection,
+                y,
+                state.f_y,
+                g_y,
+                # floor: on a locally linear f the estimate may shrink for ever; 1/L must stay finite
+                jnp.maximum(
+                    state.lipschitz * hyper(self.shrink, dtype), jnp.finfo(dtype).tiny ** 0.5
+                ),
+                fargs,
+                pargs,
+                hyper(self.increase, dtype),
+                split_args=split_args,
+                max_trials=self.max_trials,
+            )
+            L = sg(L)
+            status = jnp.where(failed, jnp.int32(Status.BREAKDOWN), status)
+        else:
+            L = 1 / hyper(self.stepsize, dtype)
+            trials = jnp.int32(1)
+        # The differentiable update (the line search only chose L).
+        z = _axpy(-1 / L, g_y, y)
+        if backtracking:
+            x_new = _projection_with_value(projection, split_args, x_trial, z, pargs)
+        else:
+            x_new = _project(projection, z, pargs, split_args)
+        if not backtracking:
+            if accelerated:
+                f_new, g_new = _value_and_grad(fun, sg(x_new), fargs, dtype)
+            else:
+                f_new, g_new = _value_and_grad(fun, x_new, fargs, dtype)
+        err = _grad_map_norm(projection, x_new, g_new, L, pargs, split_args)
+
+        t = state.momentum
+        if accelerated:
+            t_next = (1 + jnp.sqrt(1 + 4 * t * t)) / 2
+            if restart == "gradient":
+                restarted = (
+                    optax.tree.vdot(
+                        sg(optax.tree.sub(y, x_new)), sg(optax.tree.sub(x_new, state.x))
+                    )
+                    > 0
+                )
+            elif restart == "function":
+                # an increase at rounding level is noise, not a reason to restart
+                noise = 16 * jnp.finfo(dtype).eps * jnp.abs(state.f_x)
+                restarted = sg(f_new) - state.f_x > noise
+            else:
+                restarted = jnp.asarray(False)
+            beta = jnp.where(restarted, 0, (t - 1) / t_next).astype(dtype)
+            t_next = jnp.where(restarted, 1, t_next).astype(dtype)
+            y_next = _axpy(beta, optax.tree.sub(x_new, state.x), x_new)
+            f_yn, g_yn = _value_and_grad(fun, y_next, fargs, dtype)
         else:
             restarted = jnp.asarray(False)
-        beta = jnp.where(restarted, 0, (t - 1) / t_next).astype(dtype)
-        t_next = jnp.where(restarted, 1, t_next).astype(dtype)
-        y_next = _axpy(beta, _sub(x_new, state.x), x_new)
-        f_yn, g_yn = _value_and_grad(fun, y_next, fargs, dtype)
-    else:
-        restarted = jnp.asarray(False)
-        t_next = t
-        y_next = x_new
-        if backtracking:  # the line search's gradient is not differentiable: recompute
-            f_yn, g_yn = _value_and_grad(fun, x_new, fargs, dtype)
+            t_next = t
+            y_next = x_new
+            if backtracking:  # the line search's gradient is not differentiable: recompute
+                f_yn, g_yn = _value_and_grad(fun, x_new, fargs, dtype)
+            else:
+                f_yn, g_yn = f_new, g_new
+        new = PGState(
+            x=x_new,
+            iter_num=state.iter_num + 1,
+            error=err.astype(dtype),
+            status=status,
+            y=y_next,
+            f_y=f_yn,
+            g_y=g_yn,
+            f_x=sg(f_new),
+            momentum=t_next,
+            lipschitz=L.astype(dtype),
+        )
+        return new, PGInfo(lipschitz=L, trials=trials, restarted=restarted)
+
+    def optimality(self, x, args):
+        r"""The fixed-point residual :math:`P_C(x - s\nabla f(x)) - x`, zero at a solution.
+
+        :math:`s` is the fixed step, or :math:`1/\hat L` from a curvature probe at
+        ``x`` (treated as a constant: at a fixed point the map does not depend on
+        :math:`s` to first order, so any positive step gives the same derivatives).
+        """
+        fargs, pargs = _split(args, self.split_args)
+        dtype = _dtype(x)
+        f, g = _value_and_grad(self.fun, x, fargs, dtype)
+        if self.stepsize is None:
+            s = 1 / _probe_lipschitz(self.fun, x, g, fargs, dtype)
         else:
-            f_yn, g_yn = f_new, g_new
-    new = PGState(
-        x=x_new,
-        iter_num=state.iter_num + 1,
-        error=err.astype(dtype),
-        status=status,
-        y=y_next,
-        f_y=f_yn,
-        g_y=g_yn,
-        f_x=sg(f_new),
-        momentum=t_next,
-        lipschitz=L.astype(dtype),
-    )
-    return new, PGInfo(lipschitz=L, trials=trials, restarted=restarted)
+            s = hyper(sg(self.stepsize), dtype)
+        z = _axpy(-s, g, x)
+        return optax.tree.sub(_project(self.projection, z, pargs, self.split_args), x)
 
 
 _RESTARTS = ("gradient", "function", None)
@@ -366,7 +409,7 @@ def projected_gradient(
     increase: float | jax.Array = 2.0,
     max_trials: int = 30,
     split_args: bool = False,
-) -> Solver:
+) -> ProjectedGradient:
     r"""Projected gradient (FISTA with backtracking and adaptive restart) as a :class:`~jaxsolve.Solver`.
 
     Minimizes ``fun(x, args)`` over the set whose Euclidean projection is ``projection``.
@@ -401,29 +444,17 @@ def projected_gradient(
     if not callable(projection):
         raise TypeError(f"projection must be callable, got {type(projection).__name__}")
     _check_hyper(stepsize, shrink, increase, restart, max_trials)
-    backtracking = stepsize is None
-    hp = {"shrink": shrink, "increase": increase} if backtracking else {"stepsize": stepsize}
-    return make_solver(
-        _init,
-        _step,
-        hp=hp,
+    return ProjectedGradient(
         fun=fun,
         projection=projection,
+        stepsize=stepsize,
+        shrink=shrink,
+        increase=increase,
         accelerated=bool(accelerated),
-        backtracking=backtracking,
         restart=restart,
         split_args=bool(split_args),
         max_trials=int(max_trials),
     )
-
-
-def _fixed_point_map(fun, projection, split_args):
-    def T(x, args, step):
-        fargs, pargs = _split(args, split_args)
-        g = jax.grad(fun)(x, fargs)
-        return _project(projection, _axpy(-step, g, x), pargs, split_args)
-
-    return T
 
 
 def minimize_projected(
@@ -441,12 +472,13 @@ def minimize_projected(
     r"""Minimize ``fun`` over a set with :func:`projected_gradient`; differentiable implicitly.
 
     Runs :func:`jaxsolve.solve` with ``projected_gradient(fun, projection, **options)``,
-    then attaches implicit derivatives to ``Solution.x``: at a solution,
-    :math:`x^\star = T(x^\star, \theta) = P_C(x^\star - \nabla f(x^\star, \theta)/L)`, and
+    with ``adjoint=Implicit()``: at a solution,
+    :math:`x^\star = T(x^\star, \theta) = P_C(x^\star - s\nabla f(x^\star, \theta))`, and
     the implicit function theorem gives
     :math:`(I - \partial_x T)\,\dot x = \partial_\theta T\,\dot\theta`
-    (:func:`jaxsolve.core.custom_fixed_point`; ``jax.grad`` and ``jax.jvp`` both work and
-    the iterations are not stored). The Jacobian of the projection enters through
+    (:meth:`ProjectedGradient.optimality`; ``jax.grad`` and ``jax.jvp`` both work and
+    the iterations are not stored). A plain ``jaxsolve.solve`` of
+    :func:`projected_gradient` differentiates the same way by default. The Jacobian of the projection enters through
     autodiff of ``projection`` (exact for :mod:`jaxsolve.projections`). This needs the
     solution to be accurate (use a tight ``tol``) and, where the projection is
     piecewise linear, a point where the active set is locally constant.
@@ -477,13 +509,5 @@ def minimize_projected(
     if np.shape(out) != () or not jnp.issubdtype(out.dtype, jnp.floating):
         raise ValueError(f"fun must return a real scalar, got {out.shape} {out.dtype}")
     solver = projected_gradient(fun, projection, **options)
-    sol = solve(solver, sg(x0), sg(args), tol=tol, max_steps=max_steps, throw=throw)
-    step = sg(1 / sol.state.lipschitz)
-    T = _fixed_point_map(fun, projection, split_args)
-
-    @custom_fixed_point(T, solve=implicit_solve)
-    def _at_solution(init, args, step):
-        return sg(init)
-
-    x = _at_solution(sg(sol.x), args, step)
-    return sol._replace(x=x, state=sol.state._replace(x=x))
+    solver = dataclasses.replace(solver, implicit_solve=implicit_solve)
+    return solve(solver, x0, args, tol=tol, max_steps=max_steps, throw=throw, adjoint=Implicit())

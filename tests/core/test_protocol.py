@@ -149,6 +149,7 @@ CASES = [
         gradient=_gradient_case(make),
         nan_args=lambda a: (a[0], a[1].at[0].set(jnp.nan)),
         bad_inputs=_bad_inputs(make),
+        measure=lambda sol, args: float(np.linalg.norm(args[0] @ sol.x - args[1])),
     )
     for name, make in (("module", _module_solver), ("plain", _plain_solver))
 ]
@@ -269,3 +270,14 @@ def test_bad_states_are_named():
             _problem(jax.random.key(0), jnp.float64)[1],
             adjoint=jaxsolve.Implicit(),
         )
+
+
+def test_readme_quickstart_runs():
+    """The README's quickstart is the first code a user runs: it must run as printed."""
+    readme = (DOCS.parent / "README.md").read_text()
+    code = re.findall(r"```python\n(.*?)```", readme, flags=re.S)[0]
+    code = code.replace("(1000, 30)", "(64, 30)")  # the same program on a smaller batch
+    ns: dict = {}
+    exec(code, ns)
+    assert ns["sols"].counts() == {"SUCCESS": 64}
+    assert np.all(np.isfinite(np.asarray(ns["grad"])))

@@ -114,6 +114,21 @@ def _l1_gradient(args):
     return r, jax.jit(implicit), jax.jit(unrolled)
 
 
+def _grad_map(projection, split):
+    """``L ||x - P(x - grad f(x) / L)||`` recomputed from the returned point and its L."""
+
+    def measure(sol, args):
+        fargs, pargs = (args[0], args[1]) if split else (args, None)
+        x = np.asarray(sol.x)
+        L = float(sol.state.lipschitz)
+        g = np.asarray(jax.grad(least_squares)(sol.x, fargs))
+        z = jnp.asarray(x - g / L)
+        p = np.asarray(projection(z, pargs) if split else projection(z))
+        return L * np.linalg.norm(x - p)
+
+    return measure
+
+
 CASES = [
     SolverCase(
         name="first_order.projected_gradient",
@@ -128,6 +143,7 @@ CASES = [
         grad_rtol=1e-5,
         nan_args=_nan_b,
         bad_inputs=_bad_inputs(),
+        measure=_grad_map(simplex, False),
     ),
     SolverCase(
         name="first_order.projected_gradient[l1_ball, fixed step, split args]",
@@ -143,5 +159,6 @@ CASES = [
         gradient=_l1_gradient,
         grad_rtol=1e-5,
         nan_args=lambda args: ((args[0][0], args[0][1].at[1].set(jnp.nan)), args[1]),
+        measure=_grad_map(l1_ball, True),
     ),
 ]
