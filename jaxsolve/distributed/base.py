@@ -1,0 +1,117 @@
+r"""What every decentralized solver shares: the communicator and the optimality measure.
+
+A solver's ``step`` never multiplies by the mixing matrix itself: it calls
+``self.comm.mix(M, Z)`` for one round of neighbour exchange ($MZ$, for a matrix $M$
+with the sparsity of the graph) and ``self.comm.total(z)`` for a network-wide sum
+(monitoring only). :class:`Simulated` does both on stacked arrays (all agents on one
+device: $MZ$ is a matrix product, which ``vmap`` batches); the device-mesh
+communicator of :mod:`jaxsolve.distributed.mesh` does them with ``ppermute`` and
+``psum`` inside ``jax.shard_map``. The same ``step`` runs both ways.
+
+The optimality measure (``State.error`` of every method here) is
+
+$$
+\text{error} = \Big(\frac1n\sum_i \|x_i - \bar x\|^2\Big)^{1/2}
++ \big\|\bar x - \operatorname{prox}_{\eta g}\big(\bar x - \eta \textstyle\sum_i \nabla f_i(\bar x)\big)\big\|,
+\qquad \eta = 1 / \textstyle\sum_i L_i,
+$$
+
+the agents' disagreement plus the centralized prox-gradient residual at their mean;
+it vanishes exactly when all agents hold one minimizer of $\sum_i f_i + g$. It is a
+monitoring quantity (a global reduction the ledger does not count), the same for
+every method, so ``tol`` means the same thing for all of them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+import jaxsolve
+from jaxsolve.distributed.problems import (
+    L1,
+    Box,
+    L2Squared,
+    LeastSquares,
+    Logistic,
+    SmoothedHinge,
+    Zero,
+)
+
+__all__ = ["Simulated", "DecentralizedSolver", "check_loss", "check_reg"]
+
+_LOSSES = (LeastSquares, Logistic, SmoothedHinge)
+_REGS = (Zero, L1, L2Squared, Box)
+
+
+@dataclasses.dataclass(frozen=True)
+class Simulated:
+    """All agents stacked on one device: a round of exchange is ``M @ Z``."""
+
+    def mix(self, M, Z):
+        return jnp.tensordot(M, Z, axes=1)
+
+    def total(self, z):
+        return jnp.sum(z, axis=0)
+
+    def eye_rows(self, M):
+        return jnp.eye(M.shape[0], M.shape[1], dtype=M.dtype)
+
+
+def check_loss(loss) -> None:
+    """``TypeError`` unless ``loss`` has ``value``, ``grad`` and ``lipschitz``."""
+    missing = [m for m in ("value", "grad", "lipschitz") if not callable(getattr(loss, m, None))]
+    if missing:
+        raise TypeError(
+            f"loss must be a loss object such as LeastSquares() or Logistic() "
+            f"(with value, grad, lipschitz); {type(loss).__name__} lacks {', '.join(missing)}"
+        )
+
+
+def check_reg(reg) -> None:
+    """``TypeError`` unless ``reg`` has ``value`` and ``prox``."""
+    missing = [m for m in ("value", "prox") if not callable(getattr(reg, m, None))]
+    if missing:
+        raise TypeError(
+            f"reg must be a regularizer such as L1(), L2Squared(), Box() or Zero(); "
+            f"{type(reg).__name__} lacks {', '.join(missing)}"
+        )
+
+
+class DecentralizedSolver(jaxsolve.AbstractSolver):
+    """Base of the decentralized solvers: the loss, the regularizer, the communicator."""
+
+    loss: Any = eqx.field(static=True)
+    reg: Any = eqx.field(static=True)
+    comm: Any = eqx.field(static=True)
+
+    # per-agent maps over the stacked agent axis
+    def _grads(self, X, data):
+        return jax.vmap(self.loss.grad)(X, data)
+
+    def _lipschitz(self, data):
+        return jax.vmap(self.loss.lipschitz)(data)
+
+    def _prox_g(self, Z, c, problem):
+        """prox of ``c * g / n`` for each agent's row (an agent holds ``g / n``);
+        ``c`` is a scalar or an ``(n_local,)`` array of per-agent steps."""
+        n = problem.W.shape[1]
+        c = jnp.broadcast_to(c / n, Z.shape[:1])
+        return jax.vmap(lambda z, ci: self.reg.prox(z, ci, problem.reg))(Z, c)
+
+    def _eta(self, lips):
+        """The step of the error's centralized prox-gradient residual: 1 / sum_i L_i."""
+        return 1.0 / self.comm.total(lips)
+
+    def _error(self, X, problem, eta):
+        n = problem.W.shape[1]
+        xbar = self.comm.total(X) / n
+        spread = jnp.sqrt(self.comm.total(jnp.sum((X - xbar) ** 2, axis=1)) / n)
+        grads = jax.vmap(self.loss.grad, in_axes=(None, 0))(xbar, problem.data)
+        g = self.comm.total(grads)
+        moved = xbar - self.reg.prox(xbar - eta * g, eta, problem.reg)
+        return spread + jnp.linalg.norm(moved)

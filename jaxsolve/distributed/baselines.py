@@ -1,0 +1,315 @@
+r"""The decentralized baselines DS-ADMM is measured against, on the same protocol.
+
+All four send one vector per agent per round and one round per iteration; the
+stacked iterate is $X \in \mathbb R^{n\times d}$, $\nabla F(X)$ stacks the agents'
+gradients, $\operatorname{prox}_{\alpha g}$ acts row by row with each agent's share $g/n$,
+and $\tilde W = (I + W)/2$.
+
+* :func:`dgd` (proximal decentralized gradient descent, Nedic-Ozdaglar 2009):
+  $X^{k+1} = \operatorname{prox}_{\alpha g}(WX^k - \alpha\nabla F(X^k))$. With a constant step
+  it stalls at an $O(\alpha)$ distance from the solution when local problems differ.
+* :func:`pg_extra` (Shi, Ling, Wu, Yin 2015):
+  $Z^{k+1} = Z^k + WX^k - \tilde WX^{k-1} - \alpha(\nabla F(X^k) - \nabla F(X^{k-1}))$,
+  $X^{k+1} = \operatorname{prox}_{\alpha g}(Z^{k+1})$, from $Z^1 = WX^0 - \alpha\nabla F(X^0)$;
+  :func:`extra` is the same with $g = 0$. Exact with a constant step $\alpha < 2\lambda_{\min}(\tilde W)/L$.
+* :func:`nids` (Li, Shi, Yan 2019):
+  $Z^{k+1} = Z^k - X^k + \tilde W(2X^k - X^{k-1} - \alpha\nabla F(X^k) + \alpha\nabla F(X^{k-1}))$,
+  $X^{k+1} = \operatorname{prox}_{\alpha g}(Z^{k+1})$, from $Z^1 = X^0 - \alpha\nabla F(X^0)$; the step
+  bound $\alpha < 2/L$ does not depend on the network.
+* :func:`decentralized_admm` (Shi, Ling, Yuan, Wu, Yin 2014, with the local loss
+  linearized as in DLM, Ling et al. 2015), penalty $c$, degrees $d_i$, neighbour sums
+  $S_i = \sum_{j\in N_i} x_j$ and multipliers $\alpha_i$:
+  $x_i^{k+1} = \operatorname{prox}_{g/(n(L_i + 2cd_i))}\big(\frac{L_ix_i^k - \nabla f_i(x_i^k) - \alpha_i^k
+  + c(d_ix_i^k + S_i^k)}{L_i + 2cd_i}\big)$, $\alpha_i^{k+1} = \alpha_i^k + c(d_ix_i^{k+1} - S_i^{k+1})$.
+
+Step sizes are absolute; ``None`` gives a safe default ($1/\max_i L_i$ for the gradient
+methods, $c = \bar L$ for ADMM). Each ``init`` spends the one round that forms the
+first neighbour sums.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+import jaxsolve
+from jaxsolve.core.validation import check_positive
+from jaxsolve.distributed.base import DecentralizedSolver, Simulated, check_loss, check_reg
+from jaxsolve.distributed.ledger import Ledger, empty_ledger, record
+from jaxsolve.distributed.problems import Zero
+
+__all__ = [
+    "DGD",
+    "DGDState",
+    "PGExtra",
+    "PGExtraState",
+    "NIDS",
+    "NIDSState",
+    "DecentralizedADMM",
+    "DADMMState",
+    "dgd",
+    "extra",
+    "pg_extra",
+    "nids",
+    "decentralized_admm",
+]
+
+
+def _alpha(solver, lips, like):
+    if solver.stepsize is None:
+        return (
+            (1.0 / jnp.max(lips)).astype(like.dtype) if isinstance(solver.comm, Simulated) else None
+        )
+    return jaxsolve.hyper(solver.stepsize, like)
+
+
+def _need_alpha(alpha):
+    if alpha is None:
+        raise ValueError("on a device mesh, give stepsize (solve_on_mesh does so)")
+    return alpha
+
+
+class DGDState(NamedTuple):
+    """State of :class:`DGD`: ``x`` ``(n, d)``, the protocol's fields, the step
+    ``alpha``, the agents' ``lips``, the error's ``eta`` and the ``ledger``."""
+
+    x: jax.Array
+    iter_num: jax.Array
+    error: jax.Array
+    status: jax.Array
+    alpha: jax.Array
+    lips: jax.Array
+    eta: jax.Array
+    ledger: Ledger
+
+
+class DGD(DecentralizedSolver):
+    """Proximal decentralized gradient descent (see the module docstring)."""
+
+    stepsize: Any = None
+
+    def init(self, x0, args):
+        lips = self._lipschitz(args.data).astype(x0.dtype)
+        alpha = _need_alpha(_alpha(self, lips, x0))
+        eta = self._eta(lips).astype(x0.dtype)
+        err = self._error(x0, args, eta)
+        return DGDState(x0, jnp.int32(0), err, jnp.int32(0), alpha, lips, eta, empty_ledger())
+
+    def step(self, state, args):
+        X = state.x
+        WX = self.comm.mix(args.W, X)
+        X1 = self._prox_g(WX - state.alpha * self._grads(X, args.data), state.alpha, args)
+        new = state._replace(
+            x=X1,
+            iter_num=state.iter_num + 1,
+            error=self._error(X1, args, state.eta),
+            ledger=record(state.ledger, rounds=1, vectors=1, size=X.shape[1]),
+        )
+        return new, None
+
+
+class PGExtraState(NamedTuple):
+    """State of :class:`PGExtra`: ``x`` $= X^k$, ``z`` $= Z^k$, ``wx`` $= WX^k$, ``grad``
+    $= \\nabla F(X^k)$, and the same three at $k - 1$ (``x_prev``, ``wx_prev``,
+    ``grad_prev``)."""
+
+    x: jax.Array
+    iter_num: jax.Array
+    error: jax.Array
+    status: jax.Array
+    z: jax.Array
+    wx: jax.Array
+    grad: jax.Array
+    x_prev: jax.Array
+    wx_prev: jax.Array
+    grad_prev: jax.Array
+    alpha: jax.Array
+    lips: jax.Array
+    eta: jax.Array
+    ledger: Ledger
+
+
+class PGExtra(DecentralizedSolver):
+    """PG-EXTRA (EXTRA when ``reg`` is :class:`~jaxsolve.distributed.Zero`)."""
+
+    stepsize: Any = None
+
+    def init(self, x0, args):
+        lips = self._lipschitz(args.data).astype(x0.dtype)
+        alpha = _need_alpha(_alpha(self, lips, x0))
+        eta = self._eta(lips).astype(x0.dtype)
+        wx = self.comm.mix(args.W, x0)
+        g = self._grads(x0, args.data)
+        # Z^0 chosen so that the general step gives Z^1 = W X^0 - alpha grad(X^0)
+        z = 0.5 * (x0 + wx) - alpha * g
+        ledger = record(empty_ledger(), rounds=1, vectors=1, size=x0.shape[1])
+        err = self._error(x0, args, eta)
+        return PGExtraState(
+            x0, jnp.int32(0), err, jnp.int32(0), z, wx, g, x0, wx, g, alpha, lips, eta, ledger
+        )
+
+    def step(self, state, args):
+        a = state.alpha
+        z = (
+            state.z
+            + state.wx
+            - 0.5 * (state.x_prev + state.wx_prev)
+            - a * (state.grad - state.grad_prev)
+        )
+        X1 = self._prox_g(z, a, args)
+        wx1 = self.comm.mix(args.W, X1)
+        g1 = self._grads(X1, args.data)
+        new = state._replace(
+            x=X1, iter_num=state.iter_num + 1, error=self._error(X1, args, state.eta), z=z,
+            wx=wx1, grad=g1, x_prev=state.x, wx_prev=state.wx, grad_prev=state.grad,
+            ledger=record(state.ledger, rounds=1, vectors=1, size=X1.shape[1]),
+        )  # fmt: skip
+        return new, None
+
+
+class NIDSState(NamedTuple):
+    """State of :class:`NIDS`: ``x`` $= X^k$, ``z`` $= Z^k$, ``grad`` $= \\nabla F(X^k)$ and
+    ``x_prev``, ``grad_prev`` at $k-1$."""
+
+    x: jax.Array
+    iter_num: jax.Array
+    error: jax.Array
+    status: jax.Array
+    z: jax.Array
+    grad: jax.Array
+    x_prev: jax.Array
+    grad_prev: jax.Array
+    alpha: jax.Array
+    lips: jax.Array
+    eta: jax.Array
+    ledger: Ledger
+
+
+class NIDS(DecentralizedSolver):
+    """NIDS with a prox (see the module docstring)."""
+
+    stepsize: Any = None
+
+    def init(self, x0, args):
+        lips = self._lipschitz(args.data).astype(x0.dtype)
+        alpha = _need_alpha(_alpha(self, lips, x0))
+        eta = self._eta(lips).astype(x0.dtype)
+        g = self._grads(x0, args.data)
+        # Z^0 chosen so that the general step gives Z^1 = X^0 - alpha grad(X^0):
+        # Z^0 = 2 X^0 - alpha g - W~ X^0 (one round for W X^0)
+        wx = self.comm.mix(args.W, x0)
+        z = 2 * x0 - alpha * g - 0.5 * (x0 + wx)
+        ledger = record(empty_ledger(), rounds=1, vectors=1, size=x0.shape[1])
+        err = self._error(x0, args, eta)
+        return NIDSState(x0, jnp.int32(0), err, jnp.int32(0), z, g, x0, g, alpha, lips, eta, ledger)
+
+    def step(self, state, args):
+        a = state.alpha
+        y = 2 * state.x - state.x_prev - a * (state.grad - state.grad_prev)
+        wy = self.comm.mix(args.W, y)
+        z = state.z - state.x + 0.5 * (y + wy)
+        X1 = self._prox_g(z, a, args)
+        g1 = self._grads(X1, args.data)
+        new = state._replace(
+            x=X1, iter_num=state.iter_num + 1, error=self._error(X1, args, state.eta), z=z,
+            grad=g1, x_prev=state.x, grad_prev=state.grad,
+            ledger=record(state.ledger, rounds=1, vectors=1, size=X1.shape[1]),
+        )  # fmt: skip
+        return new, None
+
+
+class DADMMState(NamedTuple):
+    """State of :class:`DecentralizedADMM`: ``x``, the neighbour sums ``nsum`` $S_i$,
+    the multipliers ``dual`` $\\alpha_i$, the penalty ``c`` and the degrees ``deg``."""
+
+    x: jax.Array
+    iter_num: jax.Array
+    error: jax.Array
+    status: jax.Array
+    nsum: jax.Array
+    dual: jax.Array
+    c: jax.Array
+    deg: jax.Array
+    lips: jax.Array
+    eta: jax.Array
+    ledger: Ledger
+
+
+class DecentralizedADMM(DecentralizedSolver):
+    """Decentralized ADMM on edge constraints, linearized local loss (module docstring)."""
+
+    penalty: Any = None
+
+    def _adjacency(self, W):
+        return ((W != 0).astype(W.dtype)) * (1 - self.comm.eye_rows(W))
+
+    def init(self, x0, args):
+        lips = self._lipschitz(args.data).astype(x0.dtype)
+        if self.penalty is None:
+            c = (self.comm.total(lips) / args.W.shape[1]).astype(x0.dtype)
+        else:
+            c = jaxsolve.hyper(self.penalty, x0)
+        adj = self._adjacency(args.W)
+        deg = jnp.sum(adj, axis=1)
+        nsum = self.comm.mix(adj, x0)
+        eta = self._eta(lips).astype(x0.dtype)
+        ledger = record(empty_ledger(), rounds=1, vectors=1, size=x0.shape[1])
+        err = self._error(x0, args, eta)
+        zeros = jnp.zeros_like(x0)
+        return DADMMState(
+            x0, jnp.int32(0), err, jnp.int32(0), nsum, zeros, c, deg, lips, eta, ledger
+        )
+
+    def step(self, state, args):
+        X, c = state.x, state.c
+        L, deg = state.lips[:, None], state.deg[:, None]
+        w = L + 2 * c * deg
+        g = self._grads(X, args.data)
+        z = (L * X - g - state.dual + c * (deg * X + state.nsum)) / w
+        X1 = self._prox_g(z, 1 / w[:, 0], args)
+        nsum = self.comm.mix(self._adjacency(args.W), X1)
+        dual = state.dual + c * (deg * X1 - nsum)
+        new = state._replace(
+            x=X1, iter_num=state.iter_num + 1, error=self._error(X1, args, state.eta),
+            nsum=nsum, dual=dual,
+            ledger=record(state.ledger, rounds=1, vectors=1, size=X1.shape[1]),
+        )  # fmt: skip
+        return new, None
+
+
+def _checked(loss, reg, name, value):
+    check_loss(loss)
+    reg = Zero() if reg is None else reg
+    check_reg(reg)
+    if value is not None:
+        check_positive(name, value)
+    return reg
+
+
+def dgd(loss, reg=None, *, stepsize: float | jax.Array | None = None) -> DGD:
+    """Proximal DGD with a constant ``stepsize`` (default $1/\\max_i L_i$)."""
+    return DGD(loss, _checked(loss, reg, "stepsize", stepsize), Simulated(), stepsize)
+
+
+def pg_extra(loss, reg=None, *, stepsize: float | jax.Array | None = None) -> PGExtra:
+    """PG-EXTRA with a constant ``stepsize`` (default $1/\\max_i L_i$)."""
+    return PGExtra(loss, _checked(loss, reg, "stepsize", stepsize), Simulated(), stepsize)
+
+
+def extra(loss, *, stepsize: float | jax.Array | None = None) -> PGExtra:
+    """EXTRA: :func:`pg_extra` on a smooth problem (no regularizer)."""
+    return pg_extra(loss, None, stepsize=stepsize)
+
+
+def nids(loss, reg=None, *, stepsize: float | jax.Array | None = None) -> NIDS:
+    """NIDS with a constant ``stepsize`` (default $1/\\max_i L_i$)."""
+    return NIDS(loss, _checked(loss, reg, "stepsize", stepsize), Simulated(), stepsize)
+
+
+def decentralized_admm(
+    loss, reg=None, *, penalty: float | jax.Array | None = None
+) -> DecentralizedADMM:
+    """Decentralized (linearized) ADMM with penalty $c$ (default: the mean $L_i$)."""
+    return DecentralizedADMM(loss, _checked(loss, reg, "penalty", penalty), Simulated(), penalty)

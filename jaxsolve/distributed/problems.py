@@ -1,0 +1,344 @@
+r"""Decentralized composite problems: stacked local data, smooth losses, prox operators.
+
+Agent $i$ of $n$ holds a smooth loss $f_i$ on its own data and a share $g/n$ of a
+common nonsmooth regularizer $g$; together they solve
+
+$$
+\min_x \; \sum_{i=1}^n f_i(x) + g(x), \qquad f_i(x) = \frac{1}{m}\sum_{j=1}^{m}
+\ell(a_{ij}^\top x, b_{ij}),
+$$
+
+talking only to graph neighbours. The data of all agents are stacked on a leading
+agent axis: ``A`` of shape ``(n, m, d)``, ``b`` of shape ``(n, m)``.
+
+Losses (static, hashable objects; their methods act on one agent's data):
+
+* :class:`LeastSquares`: $f_i(x) = \frac{1}{2m}\|A_i x - b_i\|^2$, with a closed-form prox.
+* :class:`Logistic`: $f_i(x) = \frac1m \sum_j \log(1 + e^{-b_{ij} a_{ij}^\top x})$, $b \in \{\pm1\}$.
+* :class:`SmoothedHinge`: the SVM hinge $\max(0, 1 - b a^\top x)$ with its kink rounded
+  by a quadratic over a width $\mu$ (a Huberized hinge, $\nabla$ Lipschitz with $1/\mu$).
+
+Regularizers, through their prox operators $\operatorname{prox}_{cg}(z) =
+\arg\min_x c\,g(x) + \frac12\|x - z\|^2$ (parameters live in the problem data):
+:class:`Zero`, :class:`L1` ($g = \lambda\|x\|_1$: soft thresholding), :class:`L2Squared`
+($g = \frac\lambda2\|x\|^2$), :class:`Box` (the indicator of $lo \le x \le hi$, by
+:func:`jaxsolve.projections.box`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float
+
+from jaxsolve.core.validation import check_finite, check_floating
+from jaxsolve.distributed.graphs import check_mixing
+from jaxsolve.projections import box as _project_box
+
+__all__ = [
+    "Problem",
+    "make_problem",
+    "LeastSquares",
+    "Logistic",
+    "SmoothedHinge",
+    "Zero",
+    "L1",
+    "L2Squared",
+    "Box",
+    "soft_threshold",
+    "num_agents",
+    "objective",
+    "breast_cancer",
+    "sparse_binary",
+]
+
+
+class Problem(NamedTuple):
+    """The problem data of a decentralized solve (the ``args`` of :func:`jaxsolve.solve`).
+
+    Attributes:
+        data: the stacked local data, a pytree whose every leaf has the agent axis
+            first (``(A, b)`` with ``A: (n, m, d)``, ``b: (n, m)`` for the losses here).
+        W: the ``(n, n)`` mixing matrix (symmetric, doubly stochastic, connected).
+        reg: the regularizer's parameters (``lam`` for :class:`L1`/:class:`L2Squared`,
+            ``(lo, hi)`` for :class:`Box`, anything for :class:`Zero`).
+    """
+
+    data: Any
+    W: jax.Array
+    reg: Any = 0.0
+
+
+def num_agents(problem: Problem) -> int:
+    """The number of agents (the order of ``W``)."""
+    return int(np.shape(problem.W)[0])
+
+
+def make_problem(data, W, reg=0.0) -> Problem:
+    """A checked :class:`Problem`: ``W`` a valid mixing matrix of the agent count of ``data``.
+
+    ``W`` is cast to the dtype of ``data``. Raises ``ValueError``/``TypeError`` (naming
+    the argument) for a non-floating or NaN ``data``, a ``W`` that is not symmetric,
+    doubly stochastic and connected, or a leading axis of ``data`` other than ``n``.
+    """
+    check_floating("data", data)
+    check_finite("data", data)
+    leaves = jax.tree.leaves(data)
+    if not leaves:
+        raise ValueError("data is empty")
+    check_mixing(W, name="W")
+    n = int(np.shape(W)[0])
+    for path, leaf in jax.tree_util.tree_leaves_with_path(data):
+        if np.ndim(leaf) == 0 or np.shape(leaf)[0] != n:
+            raise ValueError(
+                f"data{jax.tree_util.keystr(path)} has shape {np.shape(leaf)}: its leading "
+                f"(agent) axis must equal the {n} agents of W"
+            )
+    dtype = jnp.result_type(leaves[0])
+    return Problem(data, jnp.asarray(W, dtype), jax.tree.map(lambda v: jnp.asarray(v, dtype), reg))
+
+
+# --- smooth losses (one agent's data) ------------------------------------------------------
+
+
+def _rows(data):
+    A, b = data
+    return A, b, A.shape[0]
+
+
+@dataclasses.dataclass(frozen=True)
+class LeastSquares:
+    r"""$f_i(x) = \frac{1}{2m}\|A_i x - b_i\|^2$, with the exact prox
+    $\operatorname{prox}_{cf_i}(z) = (I + \frac cm A_i^\top A_i)^{-1}(z + \frac cm A_i^\top b_i)$
+    (by a Cholesky factor of the smaller of $I_d + \frac cm A^\top A$ and
+    $\frac mc I_m + AA^\top$, made once per solve)."""
+
+    has_prox = True
+
+    def value(self, x, data):
+        A, b, m = _rows(data)
+        r = A @ x - b
+        return 0.5 * jnp.vdot(r, r) / m
+
+    def grad(self, x, data):
+        A, b, m = _rows(data)
+        return A.T @ (A @ x - b) / m
+
+    def lipschitz(self, data):
+        A, _, m = _rows(data)
+        return jnp.linalg.norm(A, 2) ** 2 / m
+
+    def prox_factor(self, data, c):
+        A, _, m = _rows(data)
+        d = A.shape[1]
+        if m <= d:  # Woodbury: an m x m factor
+            return jnp.linalg.cholesky((m / c) * jnp.eye(m, dtype=A.dtype) + A @ A.T)
+        return jnp.linalg.cholesky(jnp.eye(d, dtype=A.dtype) + (c / m) * (A.T @ A))
+
+    def prox(self, z, factor, data, c):
+        A, b, m = _rows(data)
+        y = z + (c / m) * (A.T @ b)
+        solve = lambda M: jax.scipy.linalg.cho_solve((factor, True), M)
+        if m <= A.shape[1]:
+            return y - A.T @ solve(A @ y)
+        return solve(y)
+
+
+@dataclasses.dataclass(frozen=True)
+class Logistic:
+    r"""$f_i(x) = \frac1m\sum_j \log(1 + \exp(-b_{ij} a_{ij}^\top x))$, labels $b \in \{\pm1\}$;
+    $\nabla f_i$ is Lipschitz with $\|A_i\|_2^2 / (4m)$. No closed-form prox: methods take
+    gradient (linearized) steps on it."""
+
+    has_prox = False
+
+    def value(self, x, data):
+        A, b, _ = _rows(data)
+        return jnp.mean(jnp.logaddexp(0.0, -b * (A @ x)))
+
+    def grad(self, x, data):
+        A, b, m = _rows(data)
+        return A.T @ (-b * jax.nn.sigmoid(-b * (A @ x))) / m
+
+    def lipschitz(self, data):
+        A, _, m = _rows(data)
+        return jnp.linalg.norm(A, 2) ** 2 / (4 * m)
+
+
+@dataclasses.dataclass(frozen=True)
+class SmoothedHinge:
+    r"""The SVM hinge with a quadratic kink of width $\mu$: with $t = b\,a^\top x$,
+    $h(t) = 0$ for $t \ge 1$, $(1-t)^2/(2\mu)$ for $1-\mu < t < 1$, $1 - t - \mu/2$ for
+    $t \le 1-\mu$; $f_i = \frac1m\sum_j h(b_{ij} a_{ij}^\top x)$, $\nabla f_i$ Lipschitz with
+    $\|A_i\|_2^2/(\mu m)$."""
+
+    mu: float = 0.5
+    has_prox = False
+
+    def __post_init__(self):
+        if not (float(self.mu) > 0):
+            raise ValueError(f"mu must be positive, got {self.mu}")
+
+    def _dh(self, t):
+        return jnp.where(t >= 1.0, 0.0, jnp.where(t > 1.0 - self.mu, (t - 1.0) / self.mu, -1.0))
+
+    def value(self, x, data):
+        A, b, _ = _rows(data)
+        t = b * (A @ x)
+        mu = self.mu
+        h = jnp.where(
+            t >= 1.0, 0.0, jnp.where(t > 1.0 - mu, (1.0 - t) ** 2 / (2 * mu), 1.0 - t - mu / 2)
+        )
+        return jnp.mean(h)
+
+    def grad(self, x, data):
+        A, b, m = _rows(data)
+        return A.T @ (b * self._dh(b * (A @ x))) / m
+
+    def lipschitz(self, data):
+        A, _, m = _rows(data)
+        return jnp.linalg.norm(A, 2) ** 2 / (self.mu * m)
+
+
+# --- regularizers: prox of c * g for the whole g (an agent's share is g / n) ---------------
+
+
+def soft_threshold(z: Float[Array, " ..."], t) -> Float[Array, " ..."]:
+    r"""$\operatorname{sign}(z)\max(|z| - t, 0)$: the prox of $t\|\cdot\|_1$."""
+    return jnp.sign(z) * jnp.maximum(jnp.abs(z) - t, 0.0)
+
+
+@dataclasses.dataclass(frozen=True)
+class Zero:
+    """$g = 0$ (a smooth problem)."""
+
+    def value(self, x, params):
+        return jnp.zeros((), x.dtype)
+
+    def prox(self, z, c, params):
+        return z
+
+
+@dataclasses.dataclass(frozen=True)
+class L1:
+    r"""$g(x) = \lambda\|x\|_1$, ``params = lam``."""
+
+    def value(self, x, params):
+        return params * jnp.sum(jnp.abs(x))
+
+    def prox(self, z, c, params):
+        return soft_threshold(z, c * params)
+
+
+@dataclasses.dataclass(frozen=True)
+class L2Squared:
+    r"""$g(x) = \frac\lambda2\|x\|^2$, ``params = lam``."""
+
+    def value(self, x, params):
+        return 0.5 * params * jnp.vdot(x, x)
+
+    def prox(self, z, c, params):
+        return z / (1.0 + c * params)
+
+
+@dataclasses.dataclass(frozen=True)
+class Box:
+    """The indicator of ``lo <= x <= hi``, ``params = (lo, hi)`` (scalars or ``(d,)``)."""
+
+    def value(self, x, params):
+        lo, hi = params
+        inside = jnp.all((x >= lo) & (x <= hi))
+        return jnp.where(inside, 0.0, jnp.inf).astype(x.dtype)
+
+    def prox(self, z, c, params):
+        lo, hi = params
+        shape = z.shape
+        lo = jnp.broadcast_to(jnp.asarray(lo, z.dtype), shape)
+        hi = jnp.broadcast_to(jnp.asarray(hi, z.dtype), shape)
+        return _project_box(z, lo, hi)
+
+
+def objective(loss, reg, x: Float[Array, " d"], problem: Problem) -> jax.Array:
+    r"""The centralized objective $\sum_i f_i(x) + g(x)$ at a single point ``x``."""
+    fs = jax.vmap(loss.value, in_axes=(None, 0))(x, problem.data)
+    return jnp.sum(fs) + reg.value(x, problem.reg)
+
+
+# --- data generators -------------------------------------------------------------------------
+
+
+def _split(X, y, n_agents, heterogeneous, order_key, rng):
+    m = X.shape[0] // n_agents
+    if m < 1:
+        raise ValueError(f"n_agents={n_agents} exceeds the {X.shape[0]} samples")
+    if heterogeneous:
+        idx = np.lexsort((rng.random(len(y)), order_key))
+    else:
+        idx = rng.permutation(len(y))
+    idx = idx[: m * n_agents]
+    return X[idx].reshape(n_agents, m, -1), y[idx].reshape(n_agents, m)
+
+
+def breast_cancer(
+    n_agents: int, *, heterogeneous: bool = True, seed: int = 0, dtype=jnp.float64
+) -> tuple[jax.Array, jax.Array]:
+    """scikit-learn's breast_cancer (569 x 30, standardized) split over ``n_agents``.
+
+    Labels are $\\pm1$. Each agent gets ``569 // n_agents`` samples; ``heterogeneous``
+    sorts the samples by label, then by the first feature, before cutting, so agents
+    see different classes and feature ranges (local minimizers far apart); otherwise
+    the split is a random permutation. Needs scikit-learn (imported here only).
+
+    Returns:
+        ``(A, b)`` with shapes ``(n_agents, m, 30)`` and ``(n_agents, m)``.
+    """
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True)
+    X = (X - X.mean(0)) / X.std(0)
+    y = 2.0 * y - 1.0
+    rng = np.random.default_rng(seed)
+    key = y * 1e3 + X[:, 0]
+    A, b = _split(X, y, int(n_agents), heterogeneous, key, rng)
+    return jnp.asarray(A, dtype), jnp.asarray(b, dtype)
+
+
+def sparse_binary(
+    key,
+    n_agents: int,
+    m: int,
+    d: int = 123,
+    *,
+    density: float = 0.11,
+    heterogeneous: bool = True,
+    dtype=jnp.float64,
+) -> tuple[jax.Array, jax.Array]:
+    r"""Seeded synthetic sparse binary classification data, a9a-like (123 binary features,
+    about 11% ones per row).
+
+    Features are Bernoulli; with ``heterogeneous`` each agent has its own feature
+    frequencies (a random tilt of ``density`` per agent and feature), so the local
+    problems differ. Labels are $\operatorname{sign}(a^\top w + \text{noise})$ for a
+    sparse planted $w$ (a fifth of the features), centred so both classes occur.
+
+    Returns:
+        ``(A, b)`` with shapes ``(n_agents, m, d)`` and ``(n_agents, m)``.
+    """
+    k_p, k_a, k_w, k_s, k_e = jax.random.split(key, 5)
+    shape = (int(n_agents), int(m), int(d))
+    if heterogeneous:
+        tilt = jax.random.uniform(k_p, (shape[0], 1, shape[2]), minval=0.2, maxval=1.8)
+    else:
+        tilt = jnp.ones((1, 1, shape[2]))
+    prob = jnp.clip(density * tilt, 0.0, 1.0)
+    A = (jax.random.uniform(k_a, shape) < prob).astype(dtype)
+    support = jax.random.uniform(k_s, (shape[2],)) < 0.2
+    w = jnp.where(support, jax.random.normal(k_w, (shape[2],)), 0.0).astype(dtype)
+    score = A @ w
+    score = score - jnp.median(score) + 0.3 * jax.random.normal(k_e, score.shape, dtype)
+    b = jnp.where(score >= 0, 1.0, -1.0).astype(dtype)
+    return A, b
