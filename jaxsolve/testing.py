@@ -1,19 +1,19 @@
 """The contract every jaxsolve solver passes (DESIGN.md, "Tests").
 
-A family describes each public solver once as a :class:`SolverCase`; the checks
+A family describes each public solver once as a `SolverCase`; the checks
 below are applied to every registered case by ``tests/test_contract.py``. Users
 writing their own solver on the protocol can run the same checks on it.
 
 Checks (all in float64 unless said):
 
-1. :func:`check_converges` - reaches the reference solver's answer.
-2. :func:`check_state_stable` - ``init`` and ``step`` states agree in structure,
+1. `check_converges` - reaches the reference solver's answer.
+2. `check_state_stable` - ``init`` and ``step`` states agree in structure,
    shape and dtype.
-3. :func:`check_jit_equals_eager` and :func:`check_no_recompile`.
-4. :func:`check_vmap_equals_loop` - lane for lane, with different iteration counts.
-5. :func:`check_gradients` - implicit = unrolled = central finite differences.
-6. :func:`check_float32` - runs and keeps its dtype.
-7. :func:`check_bad_input` - NaN gives ``NONFINITE``, ``max_steps=1`` gives
+3. `check_jit_equals_eager` and `check_no_recompile`.
+4. `check_vmap_equals_loop` - lane for lane, with different iteration counts.
+5. `check_gradients` - implicit = unrolled = central finite differences.
+6. `check_float32` - runs and keeps its dtype.
+7. `check_bad_input` - NaN gives ``NONFINITE``, ``max_steps=1`` gives
    ``MAX_STEPS``, malformed input raises before tracing.
 """
 
@@ -58,7 +58,7 @@ class SolverCase:
         reference: ``reference(args) -> x_ref`` (NumPy) from a trusted solver
             (OSQP, SciPy, POT, ...), or None when ``make_problem`` has a closed form
             given by ``reference`` anyway.
-        tol, max_steps: passed to :func:`jaxsolve.solve` in float64.
+        tol, max_steps: passed to `jaxsolve.solve` in float64.
         accuracy: bound on ``||x - x_ref|| / max(1, ||x_ref||)``.
         hyper_variants: numeric-hyperparameter changes that must not recompile.
         gradient: optional ``gradient(args) -> (theta, loss_implicit, loss_unrolled)``;

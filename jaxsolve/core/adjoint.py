@@ -1,12 +1,12 @@
 r"""How ``jaxsolve.solve`` is differentiated: ``Implicit()`` or ``Unrolled()``.
 
 ``Implicit`` differentiates the solver's declared optimality condition at the
-returned point. If :math:`x^\star(\theta)` solves :math:`F(x, \theta) = 0`
-(``solver.optimality(x, args)``) with :math:`\partial_x F` invertible, the implicit
-function theorem gives :math:`\partial_x F\,\dot x^\star = -\partial_\theta F\,\dot\theta`;
-:func:`jaxsolve.core.custom_root` registers that rule as a ``custom_jvp`` whose
+returned point. If $x^\star(\theta)$ solves $F(x, \theta) = 0$
+(``solver.optimality(x, args)``) with $\partial_x F$ invertible, the implicit
+function theorem gives $\partial_x F\,\dot x^\star = -\partial_\theta F\,\dot\theta$;
+`jaxsolve.core.custom_root` registers that rule as a ``custom_jvp`` whose
 linear solve JAX can transpose, so ``jvp`` and ``grad`` both work and no iteration
-is stored. :math:`\theta` is everything the solve depends on through arrays: the
+is stored. $\theta$ is everything the solve depends on through arrays: the
 problem data ``args`` and the solver's own array leaves (a learned step size, an
 objective held as an ``equinox`` Module). The start ``x0`` has zero derivative.
 
@@ -33,10 +33,10 @@ class Implicit:
     """Implicit differentiation of ``solver.optimality`` at the solution.
 
     Attributes:
-        solve: the linear solver for :math:`\\partial_x F`: ``"dense"`` (materialize
+        solve: the linear solver for $\\partial_x F$: ``"dense"`` (materialize
             and LU: small problems), ``"cg"`` (symmetric positive definite),
             ``"gmres"``, ``"bicgstab"``, or a callable ``solve(matvec, b) -> v``.
-        symmetric: declare :math:`\\partial_x F` symmetric (a gradient map): saves
+        symmetric: declare $\\partial_x F$ symmetric (a gradient map): saves
             the transpose solve.
         tol: tolerance of the Krylov solvers.
     """

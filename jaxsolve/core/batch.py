@@ -177,19 +177,19 @@ def solve_batch(
     """Solve a batch of problems in one compiled call, optionally sharded over devices.
 
     Args:
-        solver: the :class:`~jaxsolve.Solver` shared by all problems.
+        solver: the `Solver` shared by all problems.
         x0: initial iterates (leading batch axis unless ``in_axes[0]`` is None).
         args: problem data; ``in_axes`` says which of ``(x0, args)`` carry a
             leading batch axis (``(None, 0)``: one shared start, batched data).
         in_axes: a pair of 0/None for ``(x0, args)``.
-        mesh: a 1-D :class:`jax.sharding.Mesh` (see :func:`batch_mesh`). The batch is
+        mesh: a 1-D `jax.sharding.Mesh` (see `batch_mesh`). The batch is
             padded to a multiple of the number of devices (copies of the last
             problem, dropped from the result) and laid out with
             ``NamedSharding(mesh, PartitionSpec(axis))``.
-        tol: as in :func:`jaxsolve.solve`.
-        max_steps: as in :func:`jaxsolve.solve`.
-        loop: as in :func:`jaxsolve.solve`.
-        history: as in :func:`jaxsolve.solve`.
+        tol: as in `jaxsolve.solve`.
+        max_steps: as in `jaxsolve.solve`.
+        loop: as in `jaxsolve.solve`.
+        history: as in `jaxsolve.solve`.
         compact: ``None`` (default): one compiled call. An int ``k``: run rounds of
             ``k`` steps from the host and, between rounds, gather the lanes still
             running into a smaller batch (see the module docstring), so stragglers
@@ -198,7 +198,7 @@ def solve_batch(
             Worth it when iteration counts vary a lot across the batch.
 
     Returns:
-        A :class:`~jaxsolve.Solution` whose leaves have the batch axis first. Equal,
+        A `Solution` whose leaves have the batch axis first. Equal,
         lane for lane, to a loop of single solves.
     """
     check_solver(solver)

@@ -1,7 +1,7 @@
 """One driver for every solver: ``jaxsolve.solve``.
 
 The loop is compiled once per solver structure and problem shape. Termination and
-the final status follow one rule for every solver (see :func:`solve`).
+the final status follow one rule for every solver (see `solve`).
 """
 
 from __future__ import annotations
@@ -59,12 +59,12 @@ class SolverError(RuntimeError):
 
 
 class Solution(NamedTuple):
-    """The result of :func:`solve`.
+    """The result of `solve`.
 
     Attributes:
         x: the final iterate (``state.x``, after the solver's ``finalize``).
         state: the solver's final state (multipliers, penalties, ... live here).
-        status: int32 :class:`~jaxsolve.Status` code (an array under ``vmap``).
+        status: int32 `Status` code (an array under ``vmap``).
         num_steps: number of ``step`` calls made (int32).
         error: the solver's optimality measure at the end.
         history: per-step ``error`` (length ``max_steps``, NaN after the last step)
@@ -129,7 +129,7 @@ def _init(solver, x0, args):
 
 
 def _step(solver, state, args, options):
-    """One step, with the run-time ``options`` (a :class:`Packed` or None) if any."""
+    """One step, with the run-time ``options`` (a `Packed` or None) if any."""
     if options is None:
         return solver.step(state, args)
     return solver.step(state, args, options=options.unpack())
@@ -357,17 +357,17 @@ def solve(
 
     Args:
         solver: anything with ``init(x0, args)`` and ``step(state, args)``: a
-            :class:`~jaxsolve.AbstractSolver` (an ``equinox`` Module), a
-            :class:`~jaxsolve.Solver` of plain functions, a family's factory output.
+            `AbstractSolver` (an ``equinox`` Module), a
+            `Solver` of plain functions, a family's factory output.
         x0: initial iterate (any pytree of floating arrays).
         args: problem data (a pytree of arrays; vmapped, sharded, differentiated).
-        tol: tolerance on ``state.error``; default by dtype (:func:`default_tol`).
+        tol: tolerance on ``state.error``; default by dtype (`default_tol`).
         max_steps: step budget (a Python int >= 1).
         loop: ``"while"`` (``lax.while_loop``; under ``vmap`` finished lanes are frozen,
             so a batched solve equals the loop of single solves lane for lane) or
             ``"fixed"`` (``lax.scan`` for exactly ``max_steps`` steps, reverse-mode
             differentiable: deep unfolding).
-        throw: raise :class:`SolverError` on a failure status (under ``jit`` through
+        throw: raise `SolverError` on a failure status (under ``jit`` through
             ``equinox.error_if``, reliable on CPU).
         progress: run jitted chunks of ``chunk`` steps from Python with a progress bar;
             returns the same Solution as the compiled loop.
@@ -376,9 +376,9 @@ def solve(
         chunk: steps per chunk for ``progress``/``callback`` (default ``max(1, max_steps // 50)``).
         history: record the per-step ``error`` in ``Solution.history`` and the per-step
             ``Info`` in ``Solution.info``.
-        adjoint: how ``Solution.x`` is differentiated (:mod:`jaxsolve.core.adjoint`):
-            :class:`~jaxsolve.Implicit` (the solver's ``optimality`` condition at the
-            solution), :class:`~jaxsolve.Unrolled` (through the iterations), or None:
+        adjoint: how ``Solution.x`` is differentiated (`jaxsolve.core.adjoint`):
+            `Implicit` (the solver's ``optimality`` condition at the
+            solution), `Unrolled` (through the iterations), or None:
             ``Implicit()`` for a ``while`` loop of a solver that declares
             ``optimality``, plain autodiff of the loop otherwise.
         options: run-time options, passed to ``step`` as ``step(state, args,
@@ -386,7 +386,7 @@ def solve(
             values are static.
 
     Returns:
-        A :class:`Solution`.
+        A `Solution`.
     """
     check_solver(solver)
     if isinstance(max_steps, bool) or not isinstance(max_steps, int | np.integer) or max_steps < 1:

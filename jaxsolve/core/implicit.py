@@ -1,9 +1,11 @@
 r"""Implicit differentiation of solutions: ``custom_root`` and ``custom_fixed_point``.
 
-If :math:`x^\star(\theta)` solves :math:`F(x, \theta) = 0` with :math:`\partial_x F`
+If $x^\star(\theta)$ solves $F(x, \theta) = 0$ with $\partial_x F$
 invertible, the implicit function theorem gives
 
-.. math:: \partial_x F \; \dot x^\star = -\partial_\theta F \; \dot\theta .
+$$
+\partial_x F \; \dot x^\star = -\partial_\theta F \; \dot\theta .
+$$
 
 The rule is registered with ``jax.custom_jvp``; the linear solve goes through
 ``lax.custom_linear_solve`` with an explicit transpose solve, so JAX can transpose
@@ -51,7 +53,7 @@ def linear_solve(
     symmetric: bool = False,
     tol: float = 1e-10,
 ):
-    r"""Solve :math:`A v = b` for a linear ``matvec`` over pytrees, transposable by JAX.
+    r"""Solve $A v = b$ for a linear ``matvec`` over pytrees, transposable by JAX.
 
     ``method``: ``"dense"`` (materialize and LU, for small systems), ``"cg"``
     (symmetric positive definite), ``"gmres"``, ``"bicgstab"``, or a callable
@@ -102,8 +104,8 @@ def custom_root(
     is zero). With ``has_aux=True`` the solver returns ``(x, aux)`` and ``aux`` is
     treated as a constant (status, iteration counts, ...).
 
-    ``solve`` picks the linear solver for :math:`\partial_x F` (see :func:`linear_solve`);
-    ``symmetric=True`` declares :math:`\partial_x F` symmetric (e.g. a gradient map),
+    ``solve`` picks the linear solver for $\partial_x F$ (see `linear_solve`);
+    ``symmetric=True`` declares $\partial_x F$ symmetric (e.g. a gradient map),
     which saves the transpose.
     """
 
@@ -134,10 +136,10 @@ def custom_root(
 
 
 def custom_fixed_point(fixed_point_fn: Callable, **kwargs):
-    r"""Decorator like :func:`custom_root` for ``x = T(x, *params)``.
+    r"""Decorator like `custom_root` for ``x = T(x, *params)``.
 
-    The residual is :math:`F(x, \theta) = T(x, \theta) - x`; ``solve`` defaults to
-    GMRES (the Jacobian :math:`\partial_x T - I` is rarely symmetric).
+    The residual is $F(x, \theta) = T(x, \theta) - x$; ``solve`` defaults to
+    GMRES (the Jacobian $\partial_x T - I$ is rarely symmetric).
     """
     kwargs.setdefault("solve", "gmres")
     residual = lambda x, *p: jax.tree.map(jnp.subtract, fixed_point_fn(x, *p), x)

@@ -8,9 +8,9 @@ A solver is any object with ``init`` and ``step`` (and optionally ``finalize`` a
     state = solver.finalize(state, args, converged)  # optional, once, after the loop
     residual = solver.optimality(x, args)            # optional: zero at a solution
 
-Two shapes are first-class and pass the same contract (:mod:`jaxsolve.testing`):
+Two shapes are first-class and pass the same contract (`jaxsolve.testing`):
 
-* :class:`AbstractSolver`, an ``equinox.Module`` (the optimistix shape): functions and
+* `AbstractSolver`, an ``equinox.Module`` (the optimistix shape): functions and
   structural options are ``eqx.field(static=True)``, numeric hyperparameters are
   fields holding floats or arrays::
 
@@ -20,11 +20,11 @@ Two shapes are first-class and pass the same contract (:mod:`jaxsolve.testing`):
           def init(self, x0, args): ...
           def step(self, state, args): ...
 
-* :class:`Solver`, a NamedTuple of plain functions ``Solver(init, step)``, for a
+* `Solver`, a NamedTuple of plain functions ``Solver(init, step)``, for a
   user who would rather not write a class. Functions may close over arrays (they
   become compile-time constants).
 
-The driver never traces a solver as written: :func:`pack` splits it into its
+The driver never traces a solver as written: `pack` splits it into its
 *dynamic* leaves (arrays, and Python floats, which become weakly typed 0-d arrays)
 and a hashable *static* rest (the tree structure, functions, ints, bools, strings).
 The dynamic leaves are traced; the static rest keys the compilation cache. Hence a
@@ -35,7 +35,7 @@ hyperparameter as an array to make it dynamic.
 
 Every ``State`` is a NamedTuple with at least the fields ``x`` (the iterate, any
 pytree), ``iter_num`` (int32 scalar), ``error`` (the solver's own optimality
-measure, a real scalar) and ``status`` (int32 scalar, see :class:`~jaxsolve.Status`).
+measure, a real scalar) and ``status`` (int32 scalar, see `Status`).
 Structure, shapes and dtypes never change between ``init`` and ``step``, so the
 driver can run it in ``lax.while_loop``/``lax.scan``.
 
@@ -80,11 +80,11 @@ class State(NamedTuple):
 class AbstractSolver(eqx.Module):
     """Base class of solvers written as ``equinox`` Modules.
 
-    Subclasses implement :meth:`init` and :meth:`step`; :meth:`finalize` defaults to
-    the identity and :meth:`optimality` to "not declared" (then
+    Subclasses implement `init` and `step`; `finalize` defaults to
+    the identity and `optimality` to "not declared" (then
     ``solve(..., adjoint=Implicit())`` raises). Mark functions and structural options
     ``eqx.field(static=True)``; leave numeric hyperparameters as plain fields (floats
-    or arrays) and cast them with :func:`hyper` where they meet the iterate.
+    or arrays) and cast them with `hyper` where they meet the iterate.
     """
 
     @abc.abstractmethod
@@ -369,7 +369,7 @@ def make_solver(
     hp: Any = None,
     **static,
 ) -> Solver:
-    """Build a :class:`Solver` whose numeric hyperparameters ``hp`` are pytree leaves.
+    """Build a `Solver` whose numeric hyperparameters ``hp`` are pytree leaves.
 
     ``init(x0, args, *, hp, ...)``, ``step(state, args, *, hp, ...)`` and
     ``finalize(state, args, converged, *, hp, ...)`` are module-level functions, each

@@ -14,8 +14,8 @@ class Status(enum.IntEnum):
     Inside a state, ``status`` holds a *solver-declared* condition: ``SUCCESS`` (0)
     while nothing special happened, or a terminal code a solver detected on its own
     (``INFEASIBLE``, ``UNBOUNDED``, ``BREAKDOWN``), which stops the driver's loop.
-    The driver turns this into the final status of a :class:`~jaxsolve.Solution`
-    (see :func:`jaxsolve.solve`).
+    The driver turns this into the final status of a `Solution`
+    (see `jaxsolve.solve`).
     """
 
     SUCCESS = 0

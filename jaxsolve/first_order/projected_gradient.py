@@ -1,41 +1,41 @@
 r"""Projected gradient descent with backtracking, FISTA acceleration and adaptive restart.
 
-Problem: :math:`\min_{x \in C} f(x)` for a smooth :math:`f` and a closed convex set
-:math:`C` with a Euclidean projection :math:`P_C` (e.g. from :mod:`jaxsolve.projections`).
+Problem: $\min_{x \in C} f(x)$ for a smooth $f$ and a closed convex set
+$C$ with a Euclidean projection $P_C$ (e.g. from `jaxsolve.projections`).
 
 Iteration (Beck and Teboulle, "A fast iterative shrinkage-thresholding algorithm for
 linear inverse problems", SIAM J. Imaging Sci. 2009; Nesterov 1983):
 
-.. math::
+$$
+x_{k+1} = P_C\big(y_k - \tfrac{1}{L_k} \nabla f(y_k)\big), \quad
+t_{k+1} = \tfrac{1 + \sqrt{1 + 4 t_k^2}}{2}, \quad
+y_{k+1} = x_{k+1} + \tfrac{t_k - 1}{t_{k+1}} (x_{k+1} - x_k)
+$$
 
-    x_{k+1} = P_C\big(y_k - \tfrac{1}{L_k} \nabla f(y_k)\big), \quad
-    t_{k+1} = \tfrac{1 + \sqrt{1 + 4 t_k^2}}{2}, \quad
-    y_{k+1} = x_{k+1} + \tfrac{t_k - 1}{t_{k+1}} (x_{k+1} - x_k)
+(``accelerated=False``: $y_k = x_k$, plain projected gradient).
 
-(``accelerated=False``: :math:`y_k = x_k`, plain projected gradient).
-
-* Step size: fixed :math:`1/L = ` ``stepsize``, or backtracking when ``stepsize=None``:
-  each step first tries :math:`L \cdot` ``shrink`` (so the estimate can decrease) and
-  accepts when the local curvature :math:`\hat L \le L`, with
-  :math:`\hat L = 2\,(f(x_+) - f(y) - \langle \nabla f(y), d\rangle)/\|d\|^2`,
-  :math:`d = x_+ - y` (the sufficient-decrease test of Beck and Teboulle), or, when that
+* Step size: fixed $1/L = $ ``stepsize``, or backtracking when ``stepsize=None``:
+  each step first tries $L \cdot$ ``shrink`` (so the estimate can decrease) and
+  accepts when the local curvature $\hat L \le L$, with
+  $\hat L = 2\,(f(x_+) - f(y) - \langle \nabla f(y), d\rangle)/\|d\|^2$,
+  $d = x_+ - y$ (the sufficient-decrease test of Beck and Teboulle), or, when that
   difference of function values is lost in rounding, the gradient form
-  :math:`\hat L = \langle \nabla f(x_+) - \nabla f(y), d\rangle / \|d\|^2` (as TFOCS
+  $\hat L = \langle \nabla f(x_+) - \nabla f(y), d\rangle / \|d\|^2$ (as TFOCS
   does: Becker, Candes and Grant, Math. Prog. Comput. 2011). A rejected trial sets
-  :math:`L \leftarrow \max(\hat L,\ \text{increase} \cdot L)`.
+  $L \leftarrow \max(\hat L,\ \text{increase} \cdot L)$.
 * Adaptive restart (O'Donoghue and Candes, "Adaptive restart for accelerated gradient
   schemes", Found. Comput. Math. 2015): ``restart="gradient"`` resets the momentum
-  when :math:`\langle y_k - x_{k+1}, x_{k+1} - x_k\rangle > 0`; ``"function"`` when
-  :math:`f(x_{k+1}) > f(x_k)` (by more than rounding, :math:`16\,\epsilon |f(x_k)|`); ``None`` never.
+  when $\langle y_k - x_{k+1}, x_{k+1} - x_k\rangle > 0$; ``"function"`` when
+  $f(x_{k+1}) > f(x_k)$ (by more than rounding, $16\,\epsilon |f(x_k)|$); ``None`` never.
 * ``error`` is the norm of the gradient mapping at the iterate,
-  :math:`\|G_{1/L}(x)\| = L\,\|x - P_C(x - \nabla f(x)/L)\|`, which is zero exactly at
-  the solutions (first-order stationarity over :math:`C`).
+  $\|G_{1/L}(x)\| = L\,\|x - P_C(x - \nabla f(x)/L)\|$, which is zero exactly at
+  the solutions (first-order stationarity over $C$).
 
 Differentiation: ``loop="fixed"`` unrolls the iteration (the step size and the
 restart decisions are treated as constants, the line search is not differentiated);
-:func:`minimize_projected` differentiates the solution implicitly through the fixed
-point :math:`x = P_C(x - \nabla f(x)/L)` (``adjoint=Implicit()``, the default of
-``jaxsolve.solve`` for this solver, through :meth:`ProjectedGradient.optimality`).
+`minimize_projected` differentiates the solution implicitly through the fixed
+point $x = P_C(x - \nabla f(x)/L)$ (``adjoint=Implicit()``, the default of
+``jaxsolve.solve`` for this solver, through `ProjectedGradient.optimality`).
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ sg = jax.lax.stop_gradient
 
 
 class PGState(NamedTuple):
-    """State of :func:`projected_gradient`.
+    """State of `projected_gradient`.
 
     Attributes:
         x: the iterate (feasible: an output of the projection).
@@ -77,8 +77,8 @@ class PGState(NamedTuple):
         y: the extrapolated point (``x`` without acceleration).
         f_y, g_y: objective value and gradient at ``y``.
         f_x: objective value at ``x``.
-        momentum: FISTA's :math:`t_k`.
-        lipschitz: the current estimate :math:`L` (the step size is :math:`1/L`).
+        momentum: FISTA's $t_k$.
+        lipschitz: the current estimate $L$ (the step size is $1/L$).
     """
 
     x: Any
@@ -94,7 +94,7 @@ class PGState(NamedTuple):
 
 
 class PGInfo(NamedTuple):
-    """Per-step diagnostics: the accepted :math:`L`, line-search trials, restart flag."""
+    """Per-step diagnostics: the accepted $L$, line-search trials, restart flag."""
 
     lipschitz: jax.Array
     trials: jax.Array
@@ -215,7 +215,7 @@ def _projection_with_value(projection, split_args, value, z, pargs):
 
 
 class ProjectedGradient(AbstractSolver):
-    """Projected gradient / FISTA (see the module docstring); built by :func:`projected_gradient`.
+    """Projected gradient / FISTA (see the module docstring); built by `projected_gradient`.
 
     Fields: ``fun``, ``projection`` and the structural options are static;
     ``stepsize`` (None: backtracking), ``shrink`` and ``increase`` are traced
@@ -343,11 +343,11 @@ class ProjectedGradient(AbstractSolver):
         return new, PGInfo(lipschitz=L, trials=trials, restarted=restarted)
 
     def optimality(self, x, args):
-        r"""The fixed-point residual :math:`P_C(x - s\nabla f(x)) - x`, zero at a solution.
+        r"""The fixed-point residual $P_C(x - s\nabla f(x)) - x$, zero at a solution.
 
-        :math:`s` is the fixed step, or :math:`1/\hat L` from a curvature probe at
+        $s$ is the fixed step, or $1/\hat L$ from a curvature probe at
         ``x`` (treated as a constant: at a fixed point the map does not depend on
-        :math:`s` to first order, so any positive step gives the same derivatives).
+        $s$ to first order, so any positive step gives the same derivatives).
         """
         fargs, pargs = _split(args, self.split_args)
         dtype = _dtype(x)
@@ -410,24 +410,24 @@ def projected_gradient(
     max_trials: int = 30,
     split_args: bool = False,
 ) -> ProjectedGradient:
-    r"""Projected gradient (FISTA with backtracking and adaptive restart) as a :class:`~jaxsolve.Solver`.
+    r"""Projected gradient (FISTA with backtracking and adaptive restart) as a `Solver`.
 
     Minimizes ``fun(x, args)`` over the set whose Euclidean projection is ``projection``.
     See the module docstring for the iteration, the line search, the restart rules and
-    the optimality measure ``error`` (gradient-mapping norm :math:`L\|x - P(x - \nabla f(x)/L)\|`).
+    the optimality measure ``error`` (gradient-mapping norm $L\|x - P(x - \nabla f(x)/L)\|$).
 
     Args:
         fun: smooth objective ``fun(x, fun_args) -> scalar`` (x any pytree of floats).
         projection: ``projection(x) -> x`` (``split_args=False``) or
             ``projection(x, projection_args) -> x`` (``split_args=True``), e.g. a function of
-            :mod:`jaxsolve.projections`.
-        stepsize: fixed step :math:`1/L` (> 0), or ``None`` for backtracking.
+            `jaxsolve.projections`.
+        stepsize: fixed step $1/L$ (> 0), or ``None`` for backtracking.
         accelerated: FISTA momentum (True) or plain projected gradient (False).
         restart: ``"gradient"`` (default), ``"function"`` or ``None``: adaptive restart
             of the momentum (O'Donoghue and Candes 2015).
         shrink: backtracking tries ``shrink * L`` first at every step (in (0, 1]; 1 keeps
-            :math:`L` non-decreasing, as in Beck and Teboulle).
-        increase: factor by which a rejected trial at least grows :math:`L` (> 1).
+            $L$ non-decreasing, as in Beck and Teboulle).
+        increase: factor by which a rejected trial at least grows $L$ (> 1).
         max_trials: line-search trials per step (static); running out gives ``BREAKDOWN``.
         split_args: if True, ``args`` given to ``solve`` is a pair
             ``(fun_args, projection_args)`` and ``projection`` receives the second, so the
@@ -437,7 +437,7 @@ def projected_gradient(
     changing them never recompiles ``jaxsolve.solve``); the rest is structural.
 
     Returns:
-        A :class:`~jaxsolve.Solver` whose state is :class:`PGState`.
+        A `Solver` whose state is `PGState`.
     """
     if not callable(fun):
         raise TypeError(f"fun must be callable fun(x, args), got {type(fun).__name__}")
@@ -469,34 +469,34 @@ def minimize_projected(
     implicit_solve: str | Callable = "gmres",
     **options: Any,
 ) -> Solution:
-    r"""Minimize ``fun`` over a set with :func:`projected_gradient`; differentiable implicitly.
+    r"""Minimize ``fun`` over a set with `projected_gradient`; differentiable implicitly.
 
-    Runs :func:`jaxsolve.solve` with ``projected_gradient(fun, projection, **options)``,
+    Runs `jaxsolve.solve` with ``projected_gradient(fun, projection, **options)``,
     with ``adjoint=Implicit()``: at a solution,
-    :math:`x^\star = T(x^\star, \theta) = P_C(x^\star - s\nabla f(x^\star, \theta))`, and
+    $x^\star = T(x^\star, \theta) = P_C(x^\star - s\nabla f(x^\star, \theta))$, and
     the implicit function theorem gives
-    :math:`(I - \partial_x T)\,\dot x = \partial_\theta T\,\dot\theta`
-    (:meth:`ProjectedGradient.optimality`; ``jax.grad`` and ``jax.jvp`` both work and
+    $(I - \partial_x T)\,\dot x = \partial_\theta T\,\dot\theta$
+    (`ProjectedGradient.optimality`; ``jax.grad`` and ``jax.jvp`` both work and
     the iterations are not stored). A plain ``jaxsolve.solve`` of
-    :func:`projected_gradient` differentiates the same way by default. The Jacobian of the projection enters through
-    autodiff of ``projection`` (exact for :mod:`jaxsolve.projections`). This needs the
+    `projected_gradient` differentiates the same way by default. The Jacobian of the projection enters through
+    autodiff of ``projection`` (exact for `jaxsolve.projections`). This needs the
     solution to be accurate (use a tight ``tol``) and, where the projection is
     piecewise linear, a point where the active set is locally constant.
 
     Args:
-        fun: objective ``fun(x, fun_args) -> scalar``, as in :func:`projected_gradient`.
-        projection: as in :func:`projected_gradient`.
+        fun: objective ``fun(x, fun_args) -> scalar``, as in `projected_gradient`.
+        projection: as in `projected_gradient`.
         x0: starting point (a pytree of floating arrays).
         args: problem data (``(fun_args, projection_args)`` with ``split_args=True``).
-        tol: tolerance on the gradient-mapping norm (passed to :func:`jaxsolve.solve`).
-        max_steps: step budget (passed to :func:`jaxsolve.solve`).
-        throw: raise on a failure status (passed to :func:`jaxsolve.solve`).
+        tol: tolerance on the gradient-mapping norm (passed to `jaxsolve.solve`).
+        max_steps: step budget (passed to `jaxsolve.solve`).
+        throw: raise on a failure status (passed to `jaxsolve.solve`).
         implicit_solve: linear solver of the implicit system (``"gmres"``, ``"dense"``,
-            ``"bicgstab"`` or a callable, see :func:`jaxsolve.core.linear_solve`).
-        **options: keyword arguments of :func:`projected_gradient`.
+            ``"bicgstab"`` or a callable, see `jaxsolve.core.linear_solve`).
+        **options: keyword arguments of `projected_gradient`.
 
     Returns:
-        A :class:`~jaxsolve.Solution`.
+        A `Solution`.
     """
     check_nonempty("x0", x0)
     check_floating("x0", x0)

@@ -281,3 +281,10 @@ def test_readme_quickstart_runs():
     exec(code, ns)
     assert ns["sols"].counts() == {"SUCCESS": 64}
     assert np.all(np.isfinite(np.asarray(ns["grad"])))
+
+
+def test_docs_home_example_runs():
+    code = _blocks("index.md")[0].replace("(1000, 30)", "(64, 30)")
+    ns: dict = {}
+    exec(code, ns)
+    assert ns["sols"].counts() == {"SUCCESS": 64}
