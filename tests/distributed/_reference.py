@@ -1,0 +1,127 @@
+"""References for the decentralized tests: centralized solutions and the stacked ADMM.
+
+Nothing here imports jaxsolve.distributed's solvers: these are the independent
+computations the solvers are checked against.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def stack(A, b):
+    A, b = np.asarray(A, np.float64), np.asarray(b, np.float64)
+    n, m, d = A.shape
+    return A.reshape(n * m, d), b.reshape(n * m), m
+
+
+def lasso(A, b, lam):
+    """argmin sum_i 1/(2m)||A_i x - b_i||^2 + lam ||x||_1, to machine precision: proximal
+    gradient until the support settles, then the exact solve on that support and sign
+    pattern (checked by the KKT conditions)."""
+    X, y, m = stack(A, b)
+    H, g = X.T @ X / m, X.T @ y / m
+    L = np.linalg.eigvalsh(H)[-1]
+    x = np.zeros(X.shape[1])
+    for _ in range(20000):
+        z = x - (H @ x - g) / L
+        x = np.sign(z) * np.maximum(np.abs(z) - lam / L, 0.0)
+    S = np.flatnonzero(x)
+    xs = np.zeros_like(x)
+    xs[S] = np.linalg.solve(H[np.ix_(S, S)], g[S] - lam * np.sign(x[S]))
+    grad = H @ xs - g
+    off = np.setdiff1d(np.arange(len(x)), S)
+    assert np.all(np.sign(xs[S]) == np.sign(x[S]))
+    assert np.max(np.abs(grad[S] + lam * np.sign(xs[S])), initial=0) < 1e-12
+    assert np.max(np.abs(grad[off]), initial=0) <= lam * (1 + 1e-12)
+    return xs
+
+
+def logistic_l2(A, b, lam):
+    """argmin sum_i 1/m sum_j log(1 + exp(-b_ij a_ij^T x)) + lam/2 ||x||^2 by Newton's
+    method (quadratic convergence: machine precision in a few steps)."""
+    X, y, m = stack(A, b)
+    x = np.zeros(X.shape[1])
+    for _ in range(50):
+        t = y * (X @ x)
+        s = 1.0 / (1.0 + np.exp(t))  # sigmoid(-t)
+        grad = X.T @ (-y * s) / m + lam * x
+        hess = (X * (s * (1 - s))[:, None]).T @ X / m + lam * np.eye(len(x))
+        dx = np.linalg.solve(hess, grad)
+        x = x - dx
+        if np.linalg.norm(dx) < 1e-15 * max(1.0, np.linalg.norm(x)):
+            break
+    assert np.linalg.norm(grad) < 1e-11
+    return x
+
+
+def consensus_distance(X, x_star):
+    """||X - 1 x*^T||_F / (sqrt(n) ||x*||)."""
+    X = np.asarray(X, np.float64)
+    return float(np.linalg.norm(X - x_star[None]) / (np.sqrt(len(X)) * np.linalg.norm(x_star)))
+
+
+def stacked_symmetric_admm(A, b, W, lam, x0, *, beta, r, s, tau, steps, f_step="prox"):
+    """Generalized symmetric ADMM on min f(u) + g(v) s.t. [W; I]u - [I; W]v = 0, written
+    with the dense Kronecker matrices and the subproblems solved as linear systems
+    (least squares f, g = lam ||.||_1 shared as lam/n per agent). Returns the iterates
+    (u, v) after each step, as (n, d) arrays."""
+    A, b, W = (np.asarray(v, np.float64) for v in (A, b, W))
+    n, m, d = A.shape
+    I = np.eye(n * d)
+    Wt = np.kron(W, np.eye(d))
+    Am = np.vstack([Wt, I])
+    Bm = np.vstack([I, Wt])
+    Q = beta * ((1 + tau) * I - Wt @ Wt)
+    H = np.zeros((n * d, n * d))
+    for i in range(n):
+        H[i * d : (i + 1) * d, i * d : (i + 1) * d] = A[i].T @ A[i] / m
+    Atb = np.concatenate([A[i].T @ b[i] / m for i in range(n)])
+    lips = np.repeat([np.linalg.norm(A[i], 2) ** 2 / m for i in range(n)], d)
+    u = v = np.asarray(x0, np.float64).ravel()
+    lamb = np.zeros(2 * n * d)
+    M = beta * Bm.T @ Bm + Q
+    c = M[0, 0]
+    assert np.allclose(M, c * I, atol=1e-12)  # the proximal term makes the v-step separable
+    out = []
+    for _ in range(steps):
+        rhs = Am.T @ lamb + beta * Am.T @ (Bm @ v) + Q @ u
+        if f_step == "prox":
+            u = np.linalg.solve(H + beta * Am.T @ Am + Q, rhs + Atb)
+        else:  # f linearized at u with the curvature diag(L_i)
+            grad = H @ u - Atb
+            u = np.linalg.solve(np.diag(lips) + beta * Am.T @ Am + Q, rhs + lips * u - grad)
+        lamb = lamb - r * beta * (Am @ u - Bm @ v)
+        z = (Bm.T @ (beta * Am @ u - lamb) + Q @ v) / c
+        v = np.sign(z) * np.maximum(np.abs(z) - lam / (n * c), 0.0)
+        lamb = lamb - s * beta * (Am @ u - Bm @ v)
+        out.append((u.reshape(n, d).copy(), v.reshape(n, d).copy()))
+    return out
+
+
+def stacked_plain_admm(A, b, W, lam, x0, *, beta, tau, steps):
+    """Proximal ADMM (one dual update per iteration) on the same constraints and the
+    same proximal term: what symmetric ADMM must reduce to at r = 0."""
+    A, b, W = (np.asarray(v, np.float64) for v in (A, b, W))
+    n, m, d = A.shape
+    I = np.eye(n * d)
+    Wt = np.kron(W, np.eye(d))
+    Am, Bm = np.vstack([Wt, I]), np.vstack([I, Wt])
+    Q = beta * ((1 + tau) * I - Wt @ Wt)
+    H = np.zeros((n * d, n * d))
+    for i in range(n):
+        H[i * d : (i + 1) * d, i * d : (i + 1) * d] = A[i].T @ A[i] / m
+    Atb = np.concatenate([A[i].T @ b[i] / m for i in range(n)])
+    c = beta * (2 + tau)
+    u = v = np.asarray(x0, np.float64).ravel()
+    lamb = np.zeros(2 * n * d)
+    out = []
+    for _ in range(steps):
+        u = np.linalg.solve(
+            H + beta * Am.T @ Am + Q, Am.T @ lamb + beta * Am.T @ (Bm @ v) + Q @ u + Atb
+        )
+        z = (Bm.T @ (beta * Am @ u - lamb) + Q @ v) / c
+        v = np.sign(z) * np.maximum(np.abs(z) - lam / (n * c), 0.0)
+        lamb = lamb - beta * (Am @ u - Bm @ v)
+        out.append((u.reshape(n, d).copy(), v.reshape(n, d).copy()))
+    return out
