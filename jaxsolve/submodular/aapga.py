@@ -1,0 +1,364 @@
+r"""AAPGA and PGA: (accelerated) projected gradient ascent on the concave extension.
+
+Problem: $\max_{x \in P} F(x)$ for the concave extension $F$ of an `SCM` and one of
+the polytopes of `jaxsolve.submodular.constraints` (Lv, Wang, Xu and Yang,
+"Efficient Submodular Maximization for Sums of Concave over Modular Functions",
+ICLR 2026; the relaxation of Bai et al., NeurIPS 2018). `args` is the pair
+`(f, constraint)`: both are pytrees, so a batch of instances is a `vmap`.
+
+AAPGA (`aapga`), FISTA in ascent form with approximate projections:
+
+$$y_t = \Pi_{[0,1]^n}\Big(x_t + \tfrac{\alpha_t - 1}{\alpha_{t+1}}(x_t - x_{t-1})\Big),\qquad
+x_{t+1} \in P'_L(y_t) = \{x \in P : \|x - \Pi_P(y_t + g(y_t)/L)\| \le \delta_t\},$$
+
+$\alpha_1 = 1$, $\alpha_{t+1} = (1 + \sqrt{1 + 4\alpha_t^2})/2$, $g$ the supergradient.
+Choices the paper leaves open, made here:
+
+* the extrapolated point is clipped to the box, because $F$ is only defined for
+  $Mx \ge 0$ ($\sqrt{\cdot}$ and $\log(1 + \cdot)$ are not defined below $0$); the box
+  contains $P$, so the projection step is unchanged in kind;
+* backtracking: $L$ starts at `shrink` times the previous value (default 0.9, so the
+  estimate can come down; `shrink = 1` is the paper's non-decreasing
+  $L = 2^{i_t} L_{t-1}$) and is multiplied by `increase` until
+  the ascent surrogate holds,
+  $F(x_{t+1}) \ge F(y_t) + \langle g(y_t), x_{t+1} - y_t\rangle - \tfrac L2 \|x_{t+1} - y_t\|^2$;
+  the first $L$ comes from a finite difference of $g$ along $g$;
+* projection error schedule $\delta_t = \delta_0 \sqrt n/(t+1)^3$ (Theorem 1 asks
+  $\delta = O(1/T^3)$ for $T$ steps; the $\sqrt n$ is the box's diameter), reached by
+  bisection on the projection's multiplier (see `constraints`), capped at machine
+  precision; `inexact=False` uses the exact projections;
+* momentum restart when $F(x_{t+1}) < F(x_t)$ (O'Donoghue and Candes 2015),
+  `restart=False` to switch it off.
+
+PGA (`pga`) is the same step with $y_t = x_t$ and exact projections (the baseline).
+
+`error`: the relative Frank-Wolfe gap at `x`,
+$\mathrm{gap}(x)/F(x)$ with $\mathrm{gap}(x) = \max_{s \in P}\langle g(x), s - x\rangle$.
+By concavity $\max_P F \le F(x) + \mathrm{gap}(x)$, so `error <= tol` certifies
+$F(x) \ge \max_P F / (1 + \mathrm{tol})$; the state keeps the bound as `upper`. (At
+kinks of $\phi$, e.g. $\min(z, c)$, the right-derivative supergradient may keep the
+gap from vanishing: such solves end with `MAX_STEPS`, never a false `SUCCESS`.)
+With `check_every = r > 1`, AAPGA computes the gap (one more product with $M^\top$)
+only every $r$-th step, and `x` is the last checked iterate (so `error` is always
+the gap of the returned `x`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import jaxsolve
+from jaxsolve.core.status import Status
+from jaxsolve.core.validation import is_concrete
+
+__all__ = ["AAPGA", "AAPGAState", "AAPGAInfo", "aapga", "pga", "frank_wolfe_gap"]
+
+sg = jax.lax.stop_gradient
+
+
+class AAPGAState(NamedTuple):
+    """State of `aapga` / `pga`.
+
+    Attributes:
+        x: the last certified iterate (feasible).
+        iter_num: steps taken.
+        error: relative Frank-Wolfe gap of `x` (see the module docstring).
+        status: `BREAKDOWN` if the line search ran out of trials, else `SUCCESS`.
+        iterate, previous: the method's current and previous iterates $x_t, x_{t-1}$.
+        value: $F(x)$. upper: $F(x) + \\mathrm{gap}(x) \\ge \\max_P F$.
+        iterate_value: $F(x_t)$. grad: $g(x_t)$ (PGA reuses it).
+        momentum: $\\alpha_t$. lipschitz: the current $L$.
+        num_grads, num_values: supergradient and function evaluations so far.
+    """
+
+    x: Any
+    iter_num: jax.Array
+    error: jax.Array
+    status: jax.Array
+    iterate: Any
+    previous: Any
+    value: jax.Array
+    upper: jax.Array
+    iterate_value: jax.Array
+    grad: Any
+    momentum: jax.Array
+    lipschitz: jax.Array
+    num_grads: jax.Array
+    num_values: jax.Array
+
+
+class AAPGAInfo(NamedTuple):
+    """Per step: $F(x_{t+1})$, the accepted $L$, line-search trials, evaluations so far."""
+
+    value: jax.Array
+    lipschitz: jax.Array
+    trials: jax.Array
+    num_grads: jax.Array
+
+
+def frank_wolfe_gap(f, constraint, x, g=None):
+    r"""$\max_{s \in P}\langle g(x), s - x\rangle \ge \max_P F - F(x)$ (the certificate)."""
+    g = f.supergradient(x) if g is None else g
+    return jnp.vdot(g, constraint.lmo(g) - x)
+
+
+def _relative(gap, value):
+    tiny = jnp.finfo(value.dtype).tiny
+    return jnp.maximum(gap, 0) / jnp.maximum(value, tiny**0.5)
+
+
+class AAPGA(jaxsolve.AbstractSolver):
+    """Accelerated approximate projected gradient ascent (or plain PGA): see the module.
+
+    Build with `aapga(...)` or `pga(...)`; run with
+    `jaxsolve.solve(solver, x0, (f, constraint))`.
+    """
+
+    accelerated: bool = eqx.field(static=True, default=True)
+    inexact: bool = eqx.field(static=True, default=True)
+    restart: bool = eqx.field(static=True, default=True)
+    check_every: int = eqx.field(static=True, default=1)
+    max_trials: int = eqx.field(static=True, default=30)
+    delta: float | jax.Array = 1e-3
+    shrink: float | jax.Array = 0.9
+    increase: float | jax.Array = 2.0
+    lipschitz: float | jax.Array | None = None
+
+    def _project(self, constraint, y, t):
+        if not self.inexact:
+            return constraint.project(y)
+        n = y.shape[0]
+        delta = jaxsolve.hyper(self.delta, y) * jnp.sqrt(jnp.asarray(n, y.dtype))
+        delta = delta / (t.astype(y.dtype) + 1) ** 3
+        return constraint.project_approx(y, delta)
+
+    def init(self, x0, args):
+        f, constraint = args
+        x0 = jnp.asarray(x0)
+        dtype = x0.dtype
+        x = constraint.project(x0)
+        z = f.modular(x)
+        value = f._from_z(z)
+        g = f.grad_from_z(z)
+        gap = frank_wolfe_gap(f, constraint, x, g)
+        if self.lipschitz is None:
+            gn = jnp.linalg.norm(g)
+            h = 1e-3 * jnp.sqrt(jnp.asarray(x.shape[0], dtype))
+            v = g / jnp.where(gn > 0, gn, 1)
+            xh = jnp.clip(x + h * v, 0, 1)
+            dx = jnp.linalg.norm(xh - x)
+            L = jnp.linalg.norm(f.supergradient(xh) - g) / jnp.where(dx > 0, dx, 1)
+            ok = jnp.isfinite(L) & (L > jnp.finfo(dtype).tiny ** 0.5)
+            L = jnp.where(ok, L, 1).astype(dtype)
+            grads = 2
+        else:
+            L = jaxsolve.hyper(self.lipschitz, x)
+            grads = 1
+        return AAPGAState(
+            x=x,
+            iter_num=jnp.int32(0),
+            error=_relative(gap, value).astype(dtype),
+            status=jnp.int32(Status.SUCCESS),
+            iterate=x,
+            previous=x,
+            value=value.astype(dtype),
+            upper=(value + jnp.maximum(gap, 0)).astype(dtype),
+            iterate_value=value.astype(dtype),
+            grad=g,
+            momentum=jnp.ones((), dtype),
+            lipschitz=sg(L),
+            num_grads=jnp.int32(grads),
+            num_values=jnp.int32(1),
+        )
+
+    def step(self, state, args):
+        f, constraint = args
+        x = state.iterate
+        dtype = x.dtype
+        t = state.momentum
+        t_next = (1 + jnp.sqrt(1 + 4 * t * t)) / 2
+        grads, values = state.num_grads, state.num_values
+        if self.accelerated:
+            y = jnp.clip(x + ((t - 1) / t_next) * (x - state.previous), 0, 1)
+            zy = f.modular(y)
+            f_y, g_y = f._from_z(zy), f.grad_from_z(zy)
+            grads, values = grads + 1, values + 1
+        else:
+            y, f_y, g_y = x, state.iterate_value, state.grad
+        eps = jnp.finfo(dtype).eps
+        increase = jaxsolve.hyper(self.increase, x)
+
+        def trial(L):
+            xp = self._project(constraint, y + g_y / L, state.iter_num)
+            zp = f.modular(xp)
+            fp = f._from_z(zp)
+            d = xp - y
+            model = f_y + jnp.vdot(g_y, d) - 0.5 * L * jnp.vdot(d, d)
+            noise = 100 * eps * jnp.maximum(jnp.abs(fp), jnp.abs(f_y))
+            return xp, zp, fp, fp >= model - noise
+
+        def cond(c):
+            _, _, _, _, ok, k = c
+            return (k == 0) | (~ok & (k < self.max_trials))
+
+        def body(c):
+            L, _, _, _, _, k = c
+            L = jnp.where(k == 0, L, L * increase)
+            xp, zp, fp, ok = trial(L)
+            return L, xp, zp, fp, ok, k + 1
+
+        L0 = jnp.maximum(
+            state.lipschitz * jaxsolve.hyper(self.shrink, x), jnp.finfo(dtype).tiny ** 0.5
+        )
+        zeros_z = jnp.zeros(f.weights.shape, dtype)
+        init = (L0, y, zeros_z, f_y, jnp.asarray(False), jnp.int32(0))
+        L, x_new, z_new, f_new, ok, trials = jax.lax.while_loop(cond, body, init)
+        values = values + trials
+        status = jnp.where(ok | ~jnp.isfinite(f_new), state.status, jnp.int32(Status.BREAKDOWN))
+
+        if self.accelerated and self.restart:
+            restarted = f_new < state.iterate_value
+            t_next = jnp.where(restarted, 1, t_next)
+            previous = jnp.where(restarted, x_new, x)
+        else:
+            previous = x
+
+        def certify(_):
+            g = f.grad_from_z(z_new)
+            gap = frank_wolfe_gap(f, constraint, x_new, g)
+            return x_new, _relative(gap, f_new), f_new, f_new + jnp.maximum(gap, 0), g
+
+        def keep(_):
+            return state.x, state.error, state.value, state.upper, g_y
+
+        if self.accelerated and self.check_every > 1:
+            do = (state.iter_num + 1) % self.check_every == 0
+            cx, err, cval, upper, g_new = jax.lax.cond(do, certify, keep, None)
+            grads = grads + do.astype(jnp.int32)
+        else:
+            cx, err, cval, upper, g_new = certify(None)
+            grads = grads + 1
+        new = AAPGAState(
+            x=cx,
+            iter_num=state.iter_num + 1,
+            error=err.astype(dtype),
+            status=status,
+            iterate=x_new,
+            previous=previous,
+            value=cval.astype(dtype),
+            upper=upper.astype(dtype),
+            iterate_value=f_new.astype(dtype),
+            grad=g_new,
+            momentum=t_next.astype(dtype),
+            lipschitz=sg(L).astype(dtype),
+            num_grads=grads,
+            num_values=values,
+        )
+        return new, AAPGAInfo(f_new.astype(dtype), L.astype(dtype), trials, grads)
+
+    def optimality(self, x, args):
+        r"""$x - \Pi_P(x + g(x))$: zero exactly at the maximizers of $F$ over $P$."""
+        f, constraint = args
+        return x - constraint.project(x + f.supergradient(x))
+
+
+def _check(name, value, *, low=None, high=None, strict_low=True, strict_high=False):
+    if value is None or not is_concrete(value):
+        return
+    arr = np.asarray(value)
+    if arr.shape != ():
+        raise ValueError(f"{name} must be a scalar, got shape {arr.shape}")
+    v = float(arr)
+    if not np.isfinite(v):
+        raise ValueError(f"{name} must be finite, got {v}")
+    if low is not None and (v <= low if strict_low else v < low):
+        raise ValueError(f"{name} must be {'>' if strict_low else '>='} {low}, got {v}")
+    if high is not None and (v >= high if strict_high else v > high):
+        raise ValueError(f"{name} must be {'<' if strict_high else '<='} {high}, got {v}")
+
+
+def _static_int(name, value, low=1):
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
+        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+    return int(value)
+
+
+def aapga(
+    *,
+    delta: float | jax.Array = 1e-3,
+    shrink: float | jax.Array = 0.9,
+    increase: float | jax.Array = 2.0,
+    lipschitz: float | jax.Array | None = None,
+    inexact: bool = True,
+    restart: bool = True,
+    check_every: int = 1,
+    max_trials: int = 30,
+) -> AAPGA:
+    r"""Accelerated approximate projected gradient ascent (the module docstring has the math).
+
+    Run it with `jaxsolve.solve(aapga(), x0, (f, constraint), tol=...)`, `f` an `SCM`
+    and `constraint` from `cardinality` / `knapsack` / `partition_matroid` (`x0`, e.g.
+    `constraint.start(n, dtype)`, is projected first). `tol` bounds the relative
+    Frank-Wolfe gap.
+
+    Args:
+        delta: $\delta_0$ of the projection-error schedule $\delta_0\sqrt n/(t+1)^3$ (> 0).
+        shrink: each step's first trial is `shrink * L` (in (0, 1]; 1: $L$ never decreases).
+        increase: factor of a rejected trial (> 1).
+        lipschitz: the first $L$ (> 0), or None to estimate it.
+        inexact: approximate (True) or exact projections.
+        restart: reset the momentum when $F$ decreases.
+        check_every: compute the certificate every this many steps (static).
+        max_trials: line-search trials per step (static); running out: `BREAKDOWN`.
+
+    `delta`, `shrink`, `increase` and `lipschitz` are traced hyperparameters (a sweep
+    does not recompile).
+    """
+    _check("delta", delta, low=0)
+    _check("shrink", shrink, low=0, high=1)
+    _check("increase", increase, low=1)
+    _check("lipschitz", lipschitz, low=0)
+    return AAPGA(
+        accelerated=True,
+        inexact=bool(inexact),
+        restart=bool(restart),
+        check_every=_static_int("check_every", check_every),
+        max_trials=_static_int("max_trials", max_trials),
+        delta=delta,
+        shrink=shrink,
+        increase=increase,
+        lipschitz=lipschitz,
+    )
+
+
+def pga(
+    *,
+    shrink: float | jax.Array = 0.9,
+    increase: float | jax.Array = 2.0,
+    lipschitz: float | jax.Array | None = None,
+    max_trials: int = 30,
+) -> AAPGA:
+    r"""Plain projected gradient ascent $x_{t+1} = \Pi_P(x_t + g(x_t)/L)$, exact projections.
+
+    The baseline of `aapga`, with the same backtracking, certificate and `args`
+    (see `aapga` for the arguments).
+    """
+    _check("shrink", shrink, low=0, high=1)
+    _check("increase", increase, low=1)
+    _check("lipschitz", lipschitz, low=0)
+    return AAPGA(
+        accelerated=False,
+        inexact=False,
+        restart=False,
+        check_every=1,
+        max_trials=_static_int("max_trials", max_trials),
+        delta=1e-3,
+        shrink=shrink,
+        increase=increase,
+        lipschitz=lipschitz,
+    )
