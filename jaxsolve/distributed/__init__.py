@@ -1,5 +1,6 @@
 """Decentralized optimization over networks: DS-ADMM, its baselines, agents on devices."""
 
+from jaxsolve.distributed.base import DecentralizedSolver, Simulated
 from jaxsolve.distributed.baselines import (
     DGD,
     NIDS,
@@ -28,6 +29,7 @@ from jaxsolve.distributed.graphs import (
     spectral_gap,
 )
 from jaxsolve.distributed.ledger import Ledger, edge_messages, empty_ledger, record
+from jaxsolve.distributed.mesh import MeshComm, agent_mesh, block_shifts, solve_on_mesh
 from jaxsolve.distributed.problems import (
     L1,
     Box,
@@ -46,6 +48,12 @@ from jaxsolve.distributed.problems import (
 )
 
 __all__ = [
+    "DecentralizedSolver",
+    "Simulated",
+    "MeshComm",
+    "agent_mesh",
+    "block_shifts",
+    "solve_on_mesh",
     "DGD",
     "NIDS",
     "DADMMState",

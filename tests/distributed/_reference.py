@@ -125,3 +125,103 @@ def stacked_plain_admm(A, b, W, lam, x0, *, beta, tau, steps):
         lamb = lamb - beta * (Am @ u - Bm @ v)
         out.append((u.reshape(n, d).copy(), v.reshape(n, d).copy()))
     return out
+
+
+# --- the baselines as textbook per-agent loops (neighbour lists, one agent at a time) ---------
+
+
+def _nbrs(W):
+    W = np.asarray(W)
+    return [[j for j in range(len(W)) if j != i and W[i, j] != 0] for i in range(len(W))]
+
+
+def _mix(W, nb, X):
+    W = np.asarray(W)
+    return np.stack([W[i, i] * X[i] + sum(W[i, j] * X[j] for j in nb[i]) for i in range(len(X))])
+
+
+def _ls_grad(A, b, x):
+    return A.T @ (A @ x - b) / A.shape[0]
+
+
+def _soft(z, t):
+    return np.sign(z) * np.maximum(np.abs(z) - t, 0.0)
+
+
+def loop_pg_extra(A, b, W, lam, x0, alpha, steps):
+    """PG-EXTRA (Shi et al. 2015, Algorithm 1) per agent: x^{1/2} = W x^0 - a grad(x^0),
+    then x^{k+3/2} = W x^{k+1} + x^{k+1/2} - W~ x^k - a (grad(x^{k+1}) - grad(x^k))."""
+    A, b = np.asarray(A, np.float64), np.asarray(b, np.float64)
+    n = len(A)
+    nb = _nbrs(W)
+    grad = lambda X: np.stack([_ls_grad(A[i], b[i], X[i]) for i in range(n)])
+    prox = lambda Z: _soft(Z, alpha * lam / n)
+    x_prev = np.asarray(x0, np.float64)
+    z = _mix(W, nb, x_prev) - alpha * grad(x_prev)
+    x = prox(z)
+    out = [x]
+    for _ in range(steps - 1):
+        wt_prev = 0.5 * (x_prev + _mix(W, nb, x_prev))
+        z = _mix(W, nb, x) + z - wt_prev - alpha * (grad(x) - grad(x_prev))
+        x_prev, x = x, prox(z)
+        out.append(x)
+    return out
+
+
+def loop_nids(A, b, W, lam, x0, alpha, steps):
+    """NIDS (Li, Shi, Yan 2019) per agent: z^1 = x^0 - a grad(x^0), then
+    z^{k+1} = z^k - x^k + W~(2x^k - x^{k-1} - a grad(x^k) + a grad(x^{k-1}))."""
+    A, b = np.asarray(A, np.float64), np.asarray(b, np.float64)
+    n = len(A)
+    nb = _nbrs(W)
+    grad = lambda X: np.stack([_ls_grad(A[i], b[i], X[i]) for i in range(n)])
+    prox = lambda Z: _soft(Z, alpha * lam / n)
+    x_prev = np.asarray(x0, np.float64)
+    z = x_prev - alpha * grad(x_prev)
+    x = prox(z)
+    out = [x]
+    for _ in range(steps - 1):
+        y = 2 * x - x_prev - alpha * (grad(x) - grad(x_prev))
+        z = z - x + 0.5 * (y + _mix(W, nb, y))
+        x_prev, x = x, prox(z)
+        out.append(x)
+    return out
+
+
+def loop_dgd(A, b, W, lam, x0, alpha, steps):
+    A, b = np.asarray(A, np.float64), np.asarray(b, np.float64)
+    n = len(A)
+    nb = _nbrs(W)
+    x = np.asarray(x0, np.float64)
+    out = []
+    for _ in range(steps):
+        g = np.stack([_ls_grad(A[i], b[i], x[i]) for i in range(n)])
+        x = _soft(_mix(W, nb, x) - alpha * g, alpha * lam / n)
+        out.append(x)
+    return out
+
+
+def loop_dadmm(A, b, W, lam, x0, c, steps):
+    """Decentralized ADMM (Shi et al. 2014) with the local loss linearized (DLM): agent i
+    minimizes <grad f_i(x_i^k), x> + L_i/2 ||x - x_i^k||^2 + g(x)/n + <a_i, x>
+    + c sum_j ||x - (x_i^k + x_j^k)/2||^2, then a_i += c (d_i x_i - sum_j x_j)."""
+    A, b = np.asarray(A, np.float64), np.asarray(b, np.float64)
+    n = len(A)
+    nb = _nbrs(W)
+    L = [np.linalg.norm(A[i], 2) ** 2 / A.shape[1] for i in range(n)]
+    x = np.asarray(x0, np.float64).copy()
+    dual = np.zeros_like(x)
+    out = []
+    for _ in range(steps):
+        new = np.empty_like(x)
+        for i in range(n):
+            deg = len(nb[i])
+            s = sum(x[j] for j in nb[i])
+            w = L[i] + 2 * c * deg
+            z = (L[i] * x[i] - _ls_grad(A[i], b[i], x[i]) - dual[i] + c * (deg * x[i] + s)) / w
+            new[i] = _soft(z, lam / (n * w))
+        x = new
+        for i in range(n):
+            dual[i] = dual[i] + c * (len(nb[i]) * x[i] - sum(x[j] for j in nb[i]))
+        out.append(x.copy())
+    return out
