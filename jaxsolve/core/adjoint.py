@@ -53,17 +53,26 @@ class Unrolled:
     checkpoint: bool = True
 
 
+def _implicit_solve(solver):
+    from jaxsolve.core.protocol import Packed
+
+    target = solver.unpack() if isinstance(solver, Packed) else solver
+    return getattr(target, "implicit_solve", None) or "dense"
+
+
 def resolve_adjoint(adjoint, solver, loop: str):
     """The adjoint to use: ``None`` picks ``Implicit()`` for a ``while`` loop of a
     solver that declares ``optimality`` (with the solver's ``implicit_solve``
     attribute as the linear solver, if it has one), and plain autodiff of the loop
     otherwise (forward mode through ``while``, both modes through ``fixed``)."""
-    has_opt = getattr(solver, "optimality", None) is not None
+    from jaxsolve.core.protocol import solver_attr
+
+    has_opt = solver_attr(solver, "optimality") is not None
     if adjoint is None:
         if not (has_opt and loop == "while"):
             return None
         # a solver may name the linear solver its optimality condition suits
-        return Implicit(solve=getattr(solver, "implicit_solve", None) or "dense")
+        return Implicit(solve=_implicit_solve(solver))
     if isinstance(adjoint, Implicit):
         if not has_opt:
             raise ValueError(

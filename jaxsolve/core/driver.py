@@ -228,9 +228,17 @@ def _run_fixed(solver, x0, args, tol, options, max_steps, freeze, checkpoint):
     return _final(solver, state, args, tol, k, errs, infos)
 
 
-@partial(jax.jit, static_argnames=("max_steps", "record"))
-def _solve_while(solver, x0, args, tol, max_steps_dyn, options, *, max_steps, record):
-    return _run_while(solver, x0, args, tol, max_steps_dyn, options, max_steps, record)
+@partial(jax.jit, static_argnames=("max_steps", "record", "adjoint"))
+def _solve_while(solver, x0, args, tol, max_steps_dyn, options, *, max_steps, record, adjoint):
+    # the implicit rule sits inside the compiled program: one dispatch per solve
+    def run(sv, x, a, extra):
+        t, limit, opts = extra
+        return _run_while(sv, x, a, t, limit, opts, max_steps, record)
+
+    extra = (tol, max_steps_dyn, options)
+    if adjoint is None:
+        return run(solver, x0, args, extra)
+    return _with_implicit(adjoint, run, solver, x0, args, extra)
 
 
 @partial(jax.jit, static_argnames=("max_steps", "freeze", "checkpoint"))
@@ -238,20 +246,29 @@ def _solve_fixed(solver, x0, args, tol, options, *, max_steps, freeze=False, che
     return _run_fixed(solver, x0, args, tol, options, max_steps, freeze, checkpoint)
 
 
-def _with_implicit(adjoint: Implicit, run, solver, x0, args) -> Solution:
-    """``run(solver, x0, args) -> Solution`` whose ``x`` has implicit derivatives."""
+def _with_implicit(adjoint: Implicit, run, solver, x0, args, extra) -> Solution:
+    """``run(solver, x0, args, extra) -> Solution`` whose ``x`` has implicit derivatives.
 
-    def optimality(x, solver, args):
+    ``extra`` (tolerance, step limit, options) is passed, not closed over: a
+    ``custom_jvp`` inside ``jit`` must not capture the outer trace's values. The
+    optimality condition does not depend on it, so its derivative is zero.
+    """
+
+    def optimality(x, solver, args, extra):
         return solver.optimality(x, args)
 
     @custom_root(
-        optimality, has_aux=True, solve=adjoint.solve, symmetric=adjoint.symmetric, tol=adjoint.tol
+        optimality,
+        has_aux=True,
+        solve=adjoint.solve,
+        symmetric=adjoint.symmetric,
+        tol=adjoint.tol,
     )
-    def solved(x0, solver, args):
-        sol = run(solver, x0, args)
+    def solved(x0, solver, args, extra):
+        sol = run(solver, x0, args, extra)
         return sol.x, sol
 
-    x, sol = solved(x0, solver, args)
+    x, sol = solved(x0, solver, args, extra)
     return sol._replace(x=x)
 
 
@@ -406,9 +423,9 @@ def solve(
         raise ValueError("progress/callback run the 'while' loop in chunks; use loop='while'")
     if options is not None and not isinstance(options, dict | Packed):
         raise TypeError(f"options must be a dict, got {type(options).__name__}")
+    adjoint = resolve_adjoint(adjoint, solver, loop)
     packed = pack(solver)
     opts = None if options is None else pack(options)
-    adjoint = resolve_adjoint(adjoint, packed, loop)
 
     if progress or callback is not None:
         chunk = max(1, max_steps // 50) if chunk is None else int(chunk)
@@ -416,34 +433,29 @@ def solve(
             raise ValueError(f"chunk must be a positive int, got {chunk}")
         sol = _solve_progress(packed, x0, args, tol, max_steps, chunk, callback, progress, opts)
     else:
-        if loop == "fixed":
-            run = lambda sv, x, a: _solve_fixed(sv, x, a, tol, opts, max_steps=max_steps)  # noqa: E731
-        elif isinstance(adjoint, Unrolled):
-            run = lambda sv, x, a: _solve_fixed(  # noqa: E731
-                sv,
-                x,
-                a,
+        if loop == "fixed" or isinstance(adjoint, Unrolled):
+            sol = _solve_fixed(
+                packed,
+                x0,
+                args,
                 tol,
                 opts,
                 max_steps=max_steps,
-                freeze=True,
-                checkpoint=adjoint.checkpoint,
+                freeze=loop != "fixed",
+                checkpoint=loop != "fixed" and adjoint.checkpoint,
             )
         else:
-            run = lambda sv, x, a: _solve_while(  # noqa: E731
-                sv,
-                x,
-                a,
+            sol = _solve_while(
+                packed,
+                x0,
+                args,
                 tol,
-                jnp.int32(max_steps),
+                np.int32(max_steps),
                 opts,
                 max_steps=max_steps if history else 0,
                 record=history,
+                adjoint=adjoint if isinstance(adjoint, Implicit) else None,
             )
-        if isinstance(adjoint, Implicit):
-            sol = _with_implicit(adjoint, run, packed, x0, args)
-        else:
-            sol = run(packed, x0, args)
     if throw:
         sol = _throw(sol)
     return sol

@@ -147,9 +147,11 @@ def _is_dynamic(leaf) -> bool:
 
 
 def _as_dynamic(leaf):
-    if isinstance(leaf, float | complex):
-        return jnp.asarray(leaf)  # weakly typed: takes the iterate's precision
-    return leaf if isinstance(leaf, jax.Array | jax.core.Tracer) else jnp.asarray(leaf)
+    # Python floats stay as they are: jit traces them as weakly typed scalars (they take
+    # the iterate's precision), and converting each call would cost more than the solve
+    if isinstance(leaf, float | complex | jax.Array | jax.core.Tracer):
+        return leaf
+    return jnp.asarray(leaf)
 
 
 class _StaticPart:
@@ -254,10 +256,19 @@ def pack(tree) -> Packed:
     return Packed(dyn, _StaticPart(treedef, mask, statics))
 
 
+def solver_attr(solver, name: str):
+    """``getattr(solver, name, None)`` without building a bound method of a Module
+    (equinox makes one per access: tens of microseconds, paid on every ``solve``)."""
+    target = solver.unpack() if isinstance(solver, Packed) else solver
+    if isinstance(target, eqx.Module):
+        return getattr(type(target), name, None)
+    return getattr(target, name, None)
+
+
 def check_solver(solver) -> None:
     """Raise ``TypeError`` unless ``solver`` has callable ``init`` and ``step``."""
     target = solver.unpack() if isinstance(solver, Packed) else solver
-    missing = [m for m in ("init", "step") if not callable(getattr(target, m, None))]
+    missing = [m for m in ("init", "step") if not callable(solver_attr(target, m))]
     if missing:
         raise TypeError(
             f"solver must have callable init(x0, args) and step(state, args) "
