@@ -37,6 +37,7 @@ FAMILIES = (
     "frank_wolfe",
     "regret",
     "second_order",
+    "distributed",
 )
 
 REGISTRY = [

@@ -3,9 +3,9 @@ r"""What every decentralized solver shares: the communicator and the optimality 
 A solver's ``step`` never multiplies by the mixing matrix itself: it calls
 ``self.comm.mix(M, Z)`` for one round of neighbour exchange ($MZ$, for a matrix $M$
 with the sparsity of the graph) and ``self.comm.total(z)`` for a network-wide sum
-(monitoring only). :class:`Simulated` does both on stacked arrays (all agents on one
+(monitoring only). `Simulated` does both on stacked arrays (all agents on one
 device: $MZ$ is a matrix product, which ``vmap`` batches); the device-mesh
-communicator of :mod:`jaxsolve.distributed.mesh` does them with ``ppermute`` and
+communicator of `jaxsolve.distributed.mesh` does them with ``ppermute`` and
 ``psum`` inside ``jax.shard_map``. The same ``step`` runs both ways.
 
 The optimality measure (``State.error`` of every method here) is

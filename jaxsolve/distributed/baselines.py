@@ -5,25 +5,25 @@ stacked iterate is $X \in \mathbb R^{n\times d}$, $\nabla F(X)$ stacks the agent
 gradients, $\operatorname{prox}_{\alpha g}$ acts row by row with each agent's share $g/n$,
 and $\tilde W = (I + W)/2$.
 
-* :func:`dgd` (proximal decentralized gradient descent, Nedic-Ozdaglar 2009):
+* `dgd` (proximal decentralized gradient descent, Nedic-Ozdaglar 2009):
   $X^{k+1} = \operatorname{prox}_{\alpha g}(WX^k - \alpha\nabla F(X^k))$. With a constant step
   it stalls at an $O(\alpha)$ distance from the solution when local problems differ.
-* :func:`pg_extra` (Shi, Ling, Wu, Yin 2015):
+* `pg_extra` (Shi, Ling, Wu, Yin 2015):
   $Z^{k+1} = Z^k + WX^k - \tilde WX^{k-1} - \alpha(\nabla F(X^k) - \nabla F(X^{k-1}))$,
   $X^{k+1} = \operatorname{prox}_{\alpha g}(Z^{k+1})$, from $Z^1 = WX^0 - \alpha\nabla F(X^0)$;
-  :func:`extra` is the same with $g = 0$. Exact with a constant step $\alpha < 2\lambda_{\min}(\tilde W)/L$.
-* :func:`nids` (Li, Shi, Yan 2019):
+  `extra` is the same with $g = 0$. Exact with a constant step $\alpha < 2\lambda_{\min}(\tilde W)/L$.
+* `nids` (Li, Shi, Yan 2019):
   $Z^{k+1} = Z^k - X^k + \tilde W(2X^k - X^{k-1} - \alpha\nabla F(X^k) + \alpha\nabla F(X^{k-1}))$,
   $X^{k+1} = \operatorname{prox}_{\alpha g}(Z^{k+1})$, from $Z^1 = X^0 - \alpha\nabla F(X^0)$; the step
   bound $\alpha < 2/L$ does not depend on the network.
-* :func:`decentralized_admm` (Shi, Ling, Yuan, Wu, Yin 2014, with the local loss
+* `decentralized_admm` (Shi, Ling, Yuan, Wu, Yin 2014, with the local loss
   linearized as in DLM, Ling et al. 2015), penalty $c$, degrees $d_i$, neighbour sums
   $S_i = \sum_{j\in N_i} x_j$ and multipliers $\alpha_i$:
   $x_i^{k+1} = \operatorname{prox}_{g/(n(L_i + 2cd_i))}\big(\frac{L_ix_i^k - \nabla f_i(x_i^k) - \alpha_i^k
   + c(d_ix_i^k + S_i^k)}{L_i + 2cd_i}\big)$, $\alpha_i^{k+1} = \alpha_i^k + c(d_ix_i^{k+1} - S_i^{k+1})$.
 
-Step sizes are absolute; ``None`` gives a safe default ($1/\max_i L_i$ for the gradient
-methods, $c = \bar L$ for ADMM). Each ``init`` spends the one round that forms the
+Step sizes are absolute; ``None`` gives half of the method's step bound
+(`default_stepsize`) and $c = \bar L$ for ADMM. Each ``init`` spends the one round that forms the
 first neighbour sums.
 """
 
@@ -50,6 +50,7 @@ __all__ = [
     "DecentralizedADMM",
     "DADMMState",
     "dgd",
+    "default_stepsize",
     "extra",
     "pg_extra",
     "nids",
@@ -57,12 +58,21 @@ __all__ = [
 ]
 
 
-def _alpha(solver, lips, like):
+def _alpha(solver, lips, like, W):
     if solver.stepsize is None:
-        return (
-            (1.0 / jnp.max(lips)).astype(like.dtype) if isinstance(solver.comm, Simulated) else None
-        )
+        if not isinstance(solver.comm, Simulated):
+            return None
+        return default_stepsize(type(solver), lips, W).astype(like.dtype)
     return jaxsolve.hyper(solver.stepsize, like)
+
+
+def default_stepsize(kind, lips, W):
+    """Half of each method's step bound: $(1 + \\lambda_{\\min}(W)) / (2\\max_i L_i)$ for DGD
+    and PG-EXTRA (their bound is $(1 + \\lambda_{\\min}(W))/L$), $1/\\max_i L_i$ for NIDS
+    (bound $2/L$)."""
+    if kind is NIDS:
+        return 1.0 / jnp.max(lips)
+    return (1.0 + jnp.linalg.eigvalsh(W)[0]) / (2.0 * jnp.max(lips))
 
 
 def _need_alpha(alpha):
@@ -72,7 +82,7 @@ def _need_alpha(alpha):
 
 
 class DGDState(NamedTuple):
-    """State of :class:`DGD`: ``x`` ``(n, d)``, the protocol's fields, the step
+    """State of `DGD`: ``x`` ``(n, d)``, the protocol's fields, the step
     ``alpha``, the agents' ``lips``, the error's ``eta`` and the ``ledger``."""
 
     x: jax.Array
@@ -92,7 +102,7 @@ class DGD(DecentralizedSolver):
 
     def init(self, x0, args):
         lips = self._lipschitz(args.data).astype(x0.dtype)
-        alpha = _need_alpha(_alpha(self, lips, x0))
+        alpha = _need_alpha(_alpha(self, lips, x0, args.W))
         eta = self._eta(lips).astype(x0.dtype)
         err = self._error(x0, args, eta)
         return DGDState(x0, jnp.int32(0), err, jnp.int32(0), alpha, lips, eta, empty_ledger())
@@ -111,7 +121,7 @@ class DGD(DecentralizedSolver):
 
 
 class PGExtraState(NamedTuple):
-    """State of :class:`PGExtra`: ``x`` $= X^k$, ``z`` $= Z^k$, ``wx`` $= WX^k$, ``grad``
+    """State of `PGExtra`: ``x`` $= X^k$, ``z`` $= Z^k$, ``wx`` $= WX^k$, ``grad``
     $= \\nabla F(X^k)$, and the same three at $k - 1$ (``x_prev``, ``wx_prev``,
     ``grad_prev``)."""
 
@@ -132,13 +142,13 @@ class PGExtraState(NamedTuple):
 
 
 class PGExtra(DecentralizedSolver):
-    """PG-EXTRA (EXTRA when ``reg`` is :class:`~jaxsolve.distributed.Zero`)."""
+    """PG-EXTRA (EXTRA when ``reg`` is `jaxsolve.distributed.Zero`)."""
 
     stepsize: Any = None
 
     def init(self, x0, args):
         lips = self._lipschitz(args.data).astype(x0.dtype)
-        alpha = _need_alpha(_alpha(self, lips, x0))
+        alpha = _need_alpha(_alpha(self, lips, x0, args.W))
         eta = self._eta(lips).astype(x0.dtype)
         wx = self.comm.mix(args.W, x0)
         g = self._grads(x0, args.data)
@@ -170,7 +180,7 @@ class PGExtra(DecentralizedSolver):
 
 
 class NIDSState(NamedTuple):
-    """State of :class:`NIDS`: ``x`` $= X^k$, ``z`` $= Z^k$, ``grad`` $= \\nabla F(X^k)$ and
+    """State of `NIDS`: ``x`` $= X^k$, ``z`` $= Z^k$, ``grad`` $= \\nabla F(X^k)$ and
     ``x_prev``, ``grad_prev`` at $k-1$."""
 
     x: jax.Array
@@ -194,7 +204,7 @@ class NIDS(DecentralizedSolver):
 
     def init(self, x0, args):
         lips = self._lipschitz(args.data).astype(x0.dtype)
-        alpha = _need_alpha(_alpha(self, lips, x0))
+        alpha = _need_alpha(_alpha(self, lips, x0, args.W))
         eta = self._eta(lips).astype(x0.dtype)
         g = self._grads(x0, args.data)
         # Z^0 chosen so that the general step gives Z^1 = X^0 - alpha grad(X^0):
@@ -221,7 +231,7 @@ class NIDS(DecentralizedSolver):
 
 
 class DADMMState(NamedTuple):
-    """State of :class:`DecentralizedADMM`: ``x``, the neighbour sums ``nsum`` $S_i$,
+    """State of `DecentralizedADMM`: ``x``, the neighbour sums ``nsum`` $S_i$,
     the multipliers ``dual`` $\\alpha_i$, the penalty ``c`` and the degrees ``deg``."""
 
     x: jax.Array
@@ -289,22 +299,22 @@ def _checked(loss, reg, name, value):
 
 
 def dgd(loss, reg=None, *, stepsize: float | jax.Array | None = None) -> DGD:
-    """Proximal DGD with a constant ``stepsize`` (default $1/\\max_i L_i$)."""
+    """Proximal DGD with a constant ``stepsize`` (default: `default_stepsize`)."""
     return DGD(loss, _checked(loss, reg, "stepsize", stepsize), Simulated(), stepsize)
 
 
 def pg_extra(loss, reg=None, *, stepsize: float | jax.Array | None = None) -> PGExtra:
-    """PG-EXTRA with a constant ``stepsize`` (default $1/\\max_i L_i$)."""
+    """PG-EXTRA with a constant ``stepsize`` (default: `default_stepsize`)."""
     return PGExtra(loss, _checked(loss, reg, "stepsize", stepsize), Simulated(), stepsize)
 
 
 def extra(loss, *, stepsize: float | jax.Array | None = None) -> PGExtra:
-    """EXTRA: :func:`pg_extra` on a smooth problem (no regularizer)."""
+    """EXTRA: `pg_extra` on a smooth problem (no regularizer)."""
     return pg_extra(loss, None, stepsize=stepsize)
 
 
 def nids(loss, reg=None, *, stepsize: float | jax.Array | None = None) -> NIDS:
-    """NIDS with a constant ``stepsize`` (default $1/\\max_i L_i$)."""
+    """NIDS with a constant ``stepsize`` (default: `default_stepsize`)."""
     return NIDS(loss, _checked(loss, reg, "stepsize", stepsize), Simulated(), stepsize)
 
 

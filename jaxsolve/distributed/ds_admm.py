@@ -77,12 +77,12 @@ __all__ = ["DSADMM", "DSADMMState", "DSADMMInfo", "ds_admm", "default_beta"]
 
 
 class DSADMMState(NamedTuple):
-    """State of :class:`DSADMM` (arrays with a leading agent axis unless said).
+    """State of `DSADMM` (arrays with a leading agent axis unless said).
 
     Attributes:
         x: $v^t$, the agents' copies on the regularizer's side, ``(n, d)``.
         iter_num, error, status: the protocol's fields (``error``: see
-            :mod:`jaxsolve.distributed.base`).
+            `jaxsolve.distributed.base`).
         u: $u^t$, the copies on the loss's side.
         lam1, lam2: the multipliers $\\lambda_1^t$, $\\lambda_2^t$.
         Wv, Wp: $(\\tilde W v^t)_i$ and $(\\tilde W p^t)_i$, received in the last round.
@@ -129,7 +129,7 @@ class DSADMM(DecentralizedSolver):
     """Double-communication symmetric ADMM; see the module docstring for the math.
 
     ``x0`` is ``(n, d)`` (one row per agent), ``args`` a
-    :class:`~jaxsolve.distributed.Problem`.
+    `jaxsolve.distributed.Problem`.
     """
 
     beta: Any = None
@@ -237,12 +237,12 @@ def ds_admm(
     """Decentralized double-communication symmetric ADMM (paper 3).
 
     Args:
-        loss: the smooth local loss (:class:`~jaxsolve.distributed.LeastSquares`,
-            :class:`~jaxsolve.distributed.Logistic`, ...).
+        loss: the smooth local loss (`jaxsolve.distributed.LeastSquares`,
+            `jaxsolve.distributed.Logistic`, ...).
         reg: the common regularizer $g$ (each agent holds $g/n$); default
-            :class:`~jaxsolve.distributed.Zero`.
+            `jaxsolve.distributed.Zero`.
         beta: the ADMM penalty (positive); None: $0.1\\bar L/\\sqrt\\rho$ (see
-            :func:`default_beta`).
+            `default_beta`).
         r, s: the two dual step factors (He-Ma-Yuan's convergent region is checked;
             ``r = 0`` is plain ADMM).
         tau: the proximal term's margin, $Q = \\beta((1+\\tau)I - \\tilde W^2)$, positive.
@@ -250,7 +250,7 @@ def ds_admm(
             or ``"auto"``: ``"prox"`` when the loss has one.
 
     Returns:
-        A :class:`DSADMM` solver (``x0`` of shape ``(n, d)``, ``args`` a ``Problem``).
+        A `DSADMM` solver (``x0`` of shape ``(n, d)``, ``args`` a ``Problem``).
     """
     check_loss(loss)
     reg = Zero() if reg is None else reg

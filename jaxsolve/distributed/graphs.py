@@ -3,7 +3,7 @@ r"""Communication graphs, Metropolis-Hastings mixing matrices and their checks.
 Graphs are built on the host, once, as symmetric 0/1 adjacency matrices (NumPy,
 no self-loops); a mixing matrix $W$ is a symmetric, doubly stochastic matrix with
 $W_{ij} \ne 0$ only on edges and the diagonal. Every decentralized method of
-:mod:`jaxsolve.distributed` (and any later federated or gossip method) takes $W$ as
+`jaxsolve.distributed` (and any later federated or gossip method) takes $W$ as
 problem data, so the checks here are shared by all of them.
 
 The Metropolis-Hastings weights are
@@ -147,7 +147,7 @@ def metropolis_hastings(adjacency) -> np.ndarray:
     $W_{ij} = 1/(1 + \max(\deg_i, \deg_j))$ on edges, $W_{ii} = 1 - \sum_{j\ne i} W_{ij}$.
 
     Args:
-        adjacency: an ``(n, n)`` adjacency matrix (checked by :func:`from_adjacency`).
+        adjacency: an ``(n, n)`` adjacency matrix (checked by `from_adjacency`).
 
     Returns:
         The ``(n, n)`` float64 mixing matrix (symmetric, doubly stochastic).

@@ -18,8 +18,8 @@ messages per agent, as in the simulation, so the two ledgers are identical.
 Multi-host: start every process with the same program, call
 ``jax.distributed.initialize()`` (coordinator address, process count and id, or
 nothing on Slurm / Cloud TPU) before touching devices, then build the mesh over
-``jax.devices()`` (all hosts' devices) with :func:`agent_mesh` and call
-:func:`solve_on_mesh` as on one host.
+``jax.devices()`` (all hosts' devices) with `agent_mesh` and call
+`solve_on_mesh` as on one host.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from jax.sharding import PartitionSpec as P
 
 import jaxsolve
 from jaxsolve.distributed.base import Simulated
-from jaxsolve.distributed.baselines import DGD, NIDS, PGExtra
+from jaxsolve.distributed.baselines import DGD, NIDS, PGExtra, default_stepsize
 from jaxsolve.distributed.ds_admm import DSADMM, _gap, default_beta
 from jaxsolve.distributed.graphs import check_mixing
 from jaxsolve.distributed.problems import Problem
@@ -114,7 +114,8 @@ def _with_defaults(solver, x0, problem):
         solver = dataclasses.replace(solver, beta=beta)
     if isinstance(solver, DGD | PGExtra | NIDS) and solver.stepsize is None:
         lips = jax.vmap(solver.loss.lipschitz)(problem.data)
-        solver = dataclasses.replace(solver, stepsize=(1.0 / jnp.max(lips)).astype(x0.dtype))
+        alpha = default_stepsize(type(solver), lips, problem.W).astype(x0.dtype)
+        solver = dataclasses.replace(solver, stepsize=alpha)
     return solver
 
 
@@ -124,16 +125,16 @@ def solve_on_mesh(solver, x0, problem: Problem, *, mesh: Mesh | None = None, **s
 
     Args:
         solver: a decentralized solver built for simulation (``ds_admm(...)``,
-            ``pg_extra(...)`` ...); its communicator is replaced by :class:`MeshComm`.
+            ``pg_extra(...)`` ...); its communicator is replaced by `MeshComm`.
         x0: ``(n, d)`` starting points, one row per agent.
-        problem: the :class:`~jaxsolve.distributed.Problem` (concrete: $W$'s block
+        problem: the `jaxsolve.distributed.Problem` (concrete: $W$'s block
             pattern decides the exchanges); ``n`` must be a multiple of the device count.
-        mesh: a 1-D mesh (default :func:`agent_mesh` over all devices).
-        **solve_kwargs: passed to :func:`jaxsolve.solve` (``tol``, ``max_steps``,
+        mesh: a 1-D mesh (default `agent_mesh` over all devices).
+        **solve_kwargs: passed to `jaxsolve.solve` (``tol``, ``max_steps``,
             ``history`` ...).
 
     Returns:
-        The :class:`~jaxsolve.Solution`, with per-agent arrays sharded over the mesh;
+        The `jaxsolve.Solution`, with per-agent arrays sharded over the mesh;
         equal to the simulated solve up to rounding.
     """
     mesh = agent_mesh() if mesh is None else mesh

@@ -13,16 +13,16 @@ agent axis: ``A`` of shape ``(n, m, d)``, ``b`` of shape ``(n, m)``.
 
 Losses (static, hashable objects; their methods act on one agent's data):
 
-* :class:`LeastSquares`: $f_i(x) = \frac{1}{2m}\|A_i x - b_i\|^2$, with a closed-form prox.
-* :class:`Logistic`: $f_i(x) = \frac1m \sum_j \log(1 + e^{-b_{ij} a_{ij}^\top x})$, $b \in \{\pm1\}$.
-* :class:`SmoothedHinge`: the SVM hinge $\max(0, 1 - b a^\top x)$ with its kink rounded
+* `LeastSquares`: $f_i(x) = \frac{1}{2m}\|A_i x - b_i\|^2$, with a closed-form prox.
+* `Logistic`: $f_i(x) = \frac1m \sum_j \log(1 + e^{-b_{ij} a_{ij}^\top x})$, $b \in \{\pm1\}$.
+* `SmoothedHinge`: the SVM hinge $\max(0, 1 - b a^\top x)$ with its kink rounded
   by a quadratic over a width $\mu$ (a Huberized hinge, $\nabla$ Lipschitz with $1/\mu$).
 
 Regularizers, through their prox operators $\operatorname{prox}_{cg}(z) =
 \arg\min_x c\,g(x) + \frac12\|x - z\|^2$ (parameters live in the problem data):
-:class:`Zero`, :class:`L1` ($g = \lambda\|x\|_1$: soft thresholding), :class:`L2Squared`
-($g = \frac\lambda2\|x\|^2$), :class:`Box` (the indicator of $lo \le x \le hi$, by
-:func:`jaxsolve.projections.box`).
+`Zero`, `L1` ($g = \lambda\|x\|_1$: soft thresholding), `L2Squared`
+($g = \frac\lambda2\|x\|^2$), `Box` (the indicator of $lo \le x \le hi$, by
+`jaxsolve.projections.box`).
 """
 
 from __future__ import annotations
@@ -58,14 +58,14 @@ __all__ = [
 
 
 class Problem(NamedTuple):
-    """The problem data of a decentralized solve (the ``args`` of :func:`jaxsolve.solve`).
+    """The problem data of a decentralized solve (the ``args`` of `jaxsolve.solve`).
 
     Attributes:
         data: the stacked local data, a pytree whose every leaf has the agent axis
             first (``(A, b)`` with ``A: (n, m, d)``, ``b: (n, m)`` for the losses here).
         W: the ``(n, n)`` mixing matrix (symmetric, doubly stochastic, connected).
-        reg: the regularizer's parameters (``lam`` for :class:`L1`/:class:`L2Squared`,
-            ``(lo, hi)`` for :class:`Box`, anything for :class:`Zero`).
+        reg: the regularizer's parameters (``lam`` for `L1`/`L2Squared`,
+            ``(lo, hi)`` for `Box`, anything for `Zero`).
     """
 
     data: Any
@@ -79,7 +79,7 @@ def num_agents(problem: Problem) -> int:
 
 
 def make_problem(data, W, reg=0.0) -> Problem:
-    """A checked :class:`Problem`: ``W`` a valid mixing matrix of the agent count of ``data``.
+    """A checked `Problem`: ``W`` a valid mixing matrix of the agent count of ``data``.
 
     ``W`` is cast to the dtype of ``data``. Raises ``ValueError``/``TypeError`` (naming
     the argument) for a non-floating or NaN ``data``, a ``W`` that is not symmetric,
