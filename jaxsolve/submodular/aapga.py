@@ -104,7 +104,7 @@ class AAPGAInfo(NamedTuple):
 def frank_wolfe_gap(f, constraint, x, g=None):
     r"""$\max_{s \in P}\langle g(x), s - x\rangle \ge \max_P F - F(x)$ (the certificate)."""
     g = f.supergradient(x) if g is None else g
-    return jnp.vdot(g, constraint.lmo(g) - x)
+    return jnp.dot(g, constraint.lmo(g) - x)
 
 
 def _relative(gap, value):
@@ -147,7 +147,7 @@ class AAPGA(jaxsolve.AbstractSolver):
         g = f.grad_from_z(z)
         gap = frank_wolfe_gap(f, constraint, x, g)
         if self.lipschitz is None:
-            gn = jnp.linalg.norm(g)
+            gn = jnp.sqrt(jnp.dot(g, g))
             h = 1e-3 * jnp.sqrt(jnp.asarray(x.shape[0], dtype))
             v = g / jnp.where(gn > 0, gn, 1)
             xh = jnp.clip(x + h * v, 0, 1)
@@ -198,7 +198,7 @@ class AAPGA(jaxsolve.AbstractSolver):
             zp = f.modular(xp)
             fp = f._from_z(zp)
             d = xp - y
-            model = f_y + jnp.vdot(g_y, d) - 0.5 * L * jnp.vdot(d, d)
+            model = f_y + jnp.dot(g_y, d) - 0.5 * L * jnp.dot(d, d)
             noise = 100 * eps * jnp.maximum(jnp.abs(fp), jnp.abs(f_y))
             return xp, zp, fp, fp >= model - noise
 
@@ -222,7 +222,9 @@ class AAPGA(jaxsolve.AbstractSolver):
         status = jnp.where(ok | ~jnp.isfinite(f_new), state.status, jnp.int32(Status.BREAKDOWN))
 
         if self.accelerated and self.restart:
-            restarted = f_new < state.iterate_value
+            # a decrease at rounding level is noise, not a reason to restart
+            noise = 16 * eps * jnp.abs(state.iterate_value)
+            restarted = f_new < state.iterate_value - noise
             t_next = jnp.where(restarted, 1, t_next)
             previous = jnp.where(restarted, x_new, x)
         else:

@@ -43,7 +43,7 @@ __all__ = [
 def _approx_threshold(y, w, c, delta, segments=None, num_segments: int = 1):
     """Feasible ``clip(y - tau w, 0, 1)`` within ``delta`` of the projection (see module)."""
     if segments is None:
-        seg_sum = lambda v: jnp.sum(v)[None]
+        seg_sum = None
         seg_max = lambda v: jnp.max(v)[None]
         spread = lambda t: t[0]
     else:
@@ -52,13 +52,19 @@ def _approx_threshold(y, w, c, delta, segments=None, num_segments: int = 1):
         spread = lambda t: t[segments]
     dtype = y.dtype
     w = jnp.broadcast_to(w, y.shape)
-    phi = lambda tau: seg_sum(w * jnp.clip(y - spread(tau) * w, 0, 1))
+
+    def phi(tau):
+        v = jnp.clip(y - spread(tau) * w, 0, 1)
+        if seg_sum is None:  # a dot product: batch-invariant rounding (see objectives)
+            return jnp.dot(w, v)[None]
+        return seg_sum(w * v)
+
     need = phi(jnp.zeros_like(c)) > c
     pos = w > 0
     high = seg_max(jnp.where(pos, y / jnp.where(pos, w, 1), 0))
     high = jnp.where(need, jnp.maximum(high, 0), 0)
     low = jnp.zeros_like(high)
-    wnorm = jnp.sqrt(jnp.sum(w * w))
+    wnorm = jnp.sqrt(jnp.dot(w, w))
     limit = int(jnp.finfo(dtype).nmant) + 8
 
     def cond(c_):

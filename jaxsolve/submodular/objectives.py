@@ -260,7 +260,9 @@ class SCM(eqx.Module):
         return self.M @ x.astype(self.weights.dtype)
 
     def _from_z(self, z):
-        return jnp.sum(self.weights * self.phi.value(z, self.cap))
+        # dot products rather than sum/vdot: batch-invariant rounding, so a vmapped solve
+        # follows the same iterates as a single one
+        return jnp.dot(self.weights, self.phi.value(z, self.cap))
 
     def extension(self, x: Float[Array, " n"]) -> Float[Array, ""]:
         r"""The concave extension $F(x) = \sum_i w_i \phi((Mx)_i)$ ($= f$ on 0/1 points)."""
@@ -282,7 +284,9 @@ class SCM(eqx.Module):
     def grad_from_z(self, z):
         """$M^\\top(w \\odot \\phi'_+(z))$ for a known $z = Mx$."""
         u = self.weights * self.phi.deriv(z, self.cap)
-        return self.M.T @ u
+        if isinstance(self.M, sparse.BCOO):
+            return self.M.T @ u
+        return u @ self.M
 
     def singleton_values(self) -> Float[Array, " n"]:
         """$f(\\{j\\})$ for every item $j$ (one pass over $M$)."""

@@ -1,0 +1,98 @@
+"""Constraint polytopes: approximate projection within delta, LMO = LP optimum, input checks."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy.optimize import linprog
+
+from jaxsolve import submodular as sm
+
+N = 12
+
+
+def _constraints():
+    costs = jnp.linspace(0.5, 2.0, N)
+    return [
+        (sm.cardinality(4), np.ones((1, N)), np.array([4.0])),
+        (sm.knapsack(costs, 5.0), np.asarray(costs)[None, :], np.array([5.0])),
+        (
+            sm.partition_matroid(jnp.arange(N) % 3, jnp.array([1, 2, 1])),
+            np.stack([(np.arange(N) % 3 == g).astype(float) for g in range(3)]),
+            np.array([1.0, 2.0, 1.0]),
+        ),
+    ]
+
+
+@pytest.mark.parametrize("which", [0, 1, 2])
+def test_approximate_projection_is_feasible_and_within_delta(which):
+    c, A, b = _constraints()[which]
+    rng = np.random.default_rng(which)
+    project = jax.jit(lambda c, y: c.project(y))
+    approximate = jax.jit(lambda c, y, d: c.project_approx(y, d))
+    for _ in range(5):
+        y = jnp.asarray(rng.normal(0.5, 1.0, N) * 2)
+        exact = np.asarray(project(c, y))
+        assert np.all(A @ exact <= b + 1e-12) and exact.min() >= 0 and exact.max() <= 1
+        for delta in (1e-1, 1e-4, 1e-9):
+            approx = np.asarray(approximate(c, y, delta))
+            assert np.linalg.norm(approx - exact) <= delta
+            assert np.all(A @ approx <= b + 1e-12) and approx.min() >= 0 and approx.max() <= 1
+    # a coarse delta stops the bisection early: not the exact projection
+    y = jnp.full(N, 0.9).at[0].set(3.0)
+    assert 0 < np.linalg.norm(np.asarray(approximate(c, y, 0.3) - project(c, y))) <= 0.3
+
+
+@pytest.mark.parametrize("which", [0, 1, 2])
+def test_lmo_is_the_lp_optimum(which):
+    c, A, b = _constraints()[which]
+    rng = np.random.default_rng(10 + which)
+    for _ in range(4):
+        g = rng.normal(size=N)
+        s = np.asarray(c.lmo(jnp.asarray(g)))
+        assert np.all(A @ s <= b + 1e-12) and s.min() >= 0 and s.max() <= 1
+        lp = linprog(-g, A_ub=A, b_ub=b, bounds=[(0, 1)] * N, method="highs")
+        np.testing.assert_allclose(g @ s, -lp.fun, rtol=1e-10, atol=1e-12)
+
+
+def test_start_is_feasible_and_feasible_check():
+    for c, A, b in _constraints():
+        x = np.asarray(c.start(N, jnp.float64))
+        assert np.all(A @ x <= b + 1e-12) and x.min() >= 0 and x.max() <= 1
+    card, knap, part = (c for c, _, _ in _constraints())
+    S = np.zeros(N, bool)
+    S[:4] = True
+    assert bool(card.feasible(S)) and not bool(card.feasible(np.ones(N, bool)))
+    assert bool(knap.feasible(S)) and not bool(knap.feasible(np.ones(N, bool)))
+    assert not bool(part.feasible(S))  # items 0 and 3 are both in group 0 (cap 1)
+    assert bool(part.feasible(np.isin(np.arange(N), [0, 1, 4, 2])))
+
+
+def test_bad_input_names_the_argument():
+    f = sm.SCM.create(jnp.ones((3, 5)))
+    cases = [
+        (lambda: sm.cardinality(0), "k must be a positive integer"),
+        (lambda: sm.cardinality(2.5), "k must be a positive integer"),
+        (lambda: sm.maximize(f, sm.cardinality(6), None), "k must be at most"),
+        (lambda: sm.knapsack(jnp.array([2.0, 3.0]), 1.0), "budget 1 is below every cost"),
+        (lambda: sm.knapsack(jnp.array([2.0, -3.0]), 5.0), "costs must be positive"),
+        (lambda: sm.knapsack(jnp.array([2.0, jnp.nan]), 5.0), "costs contains NaN"),
+        (lambda: sm.knapsack(jnp.array([2.0, 1.0]), jnp.nan), "budget must be finite"),
+        (
+            lambda: sm.partition_matroid(jnp.array([0, 0, 2]), jnp.array([1, 1, 1])),
+            r"group\(s\) \[1\] empty",
+        ),
+        (lambda: sm.partition_matroid(jnp.array([0, 1]), jnp.array([1.5, 1])), "caps must be"),
+        (
+            lambda: sm.partition_matroid(jnp.array([0.0, 1.0]), jnp.array([1, 1])),
+            "groups must be integer",
+        ),
+        (
+            lambda: sm.partition_matroid(jnp.array([0, 1]), jnp.array([1.0, jnp.nan])),
+            "caps contains NaN",
+        ),
+        (lambda: sm.maximize(f, sm.knapsack(jnp.ones(4), 2.0), None), "costs must have shape"),
+    ]
+    for call, msg in cases:
+        with pytest.raises((ValueError, TypeError), match=msg):
+            call()

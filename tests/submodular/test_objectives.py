@@ -1,0 +1,107 @@
+"""SCM objectives: extension = f on sets, supergradient = grad / right derivative, input checks."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.experimental import sparse
+
+from jaxsolve import submodular as sm
+from tests.submodular._problems import all_masks, np_value, random_scm
+
+N, M_ROWS = 10, 7
+
+
+@pytest.mark.parametrize("phi", ["sqrt", "log1p", "coverage", "saturate"])
+def test_extension_equals_f_on_sets(phi):
+    rng = np.random.default_rng(1)
+    M, w = random_scm(rng, M_ROWS, N)
+    cap = rng.uniform(0.5, 2.0, M_ROWS)
+    f = sm.SCM.create(jnp.asarray(M), jnp.asarray(w), phi, cap if phi == "saturate" else None)
+    masks = all_masks(N)[::7]
+    ours = np.asarray(jax.vmap(f.extension)(jnp.asarray(masks)))
+    ref = np.array([np_value(M, w, phi, S, cap) for S in masks])
+    np.testing.assert_allclose(ours, ref, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        np.asarray(f.singleton_values()),
+        [np_value(M, w, phi, np.eye(N)[j], cap) for j in range(N)],
+        atol=1e-12,
+    )
+
+
+@pytest.mark.parametrize("phi", ["sqrt", "log1p", "coverage"])
+def test_supergradient_equals_grad_where_smooth(phi):
+    rng = np.random.default_rng(2)
+    M, w = random_scm(rng, M_ROWS, N, density=1.0)  # z > 0 everywhere: phi smooth there
+    f = sm.SCM.create(jnp.asarray(M), jnp.asarray(w), phi)
+    for x in rng.uniform(0.05, 1.0, (5, N)):
+        x = jnp.asarray(x)
+        np.testing.assert_allclose(f.supergradient(x), jax.grad(f.extension)(x), rtol=1e-13)
+
+
+def test_supergradient_right_derivative_at_kink():
+    # saturate: min(z, c); z = 1 exactly at the cap for row 0: right derivative 0 there
+    M = jnp.array([[1.0, 0.5], [0.25, 1.0]])
+    f = sm.SCM.create(M, jnp.array([1.0, 2.0]), "saturate", cap=jnp.array([1.0, 3.0]))
+    x = jnp.array([1.0, 0.0])
+    g = np.asarray(f.supergradient(x))
+    h = 1e-7
+    right = [(float(f.extension(x + h * e)) - float(f.extension(x))) / h for e in np.eye(2)]
+    np.testing.assert_allclose(g, right, atol=1e-6)
+    np.testing.assert_allclose(g, [0.0 * 1.0 + 2.0 * 0.25, 0.0 * 0.5 + 2.0 * 1.0])
+
+
+def test_user_callable_and_sparse_equal_dense():
+    rng = np.random.default_rng(3)
+    M, w = random_scm(rng, M_ROWS, N)
+    dense = sm.SCM.create(jnp.asarray(M), jnp.asarray(w), "log1p")
+    user = sm.SCM.create(jnp.asarray(M), jnp.asarray(w), jnp.log1p)
+    sp = sm.SCM.create(sparse.BCOO.fromdense(jnp.asarray(M)), jnp.asarray(w), "log1p")
+    x = jnp.asarray(rng.uniform(size=N))
+    for other in (user, sp):
+        np.testing.assert_allclose(other.extension(x), dense.extension(x), rtol=1e-14)
+        np.testing.assert_allclose(other.supergradient(x), dense.supergradient(x), rtol=1e-13)
+        np.testing.assert_allclose(other.singleton_values(), dense.singleton_values(), rtol=1e-14)
+
+
+def test_constructors_match_their_definitions():
+    rng = np.random.default_rng(4)
+    P = rng.uniform(0, 0.5, (N, 6)) * (rng.uniform(size=(N, 6)) < 0.5)
+    wt = rng.uniform(1, 2, 6)
+    f = sm.probabilistic_coverage(jnp.asarray(P), jnp.asarray(wt))
+    fs = sm.probabilistic_coverage(sparse.BCOO.fromdense(jnp.asarray(P)), jnp.asarray(wt))
+    X = rng.uniform(0, 1, (N, 4))
+    fb = sm.feature_based(jnp.asarray(X), "sqrt")
+    sc = sm.saturated_coverage(jnp.asarray(X), 1.5)
+    for S in all_masks(N)[::37]:
+        S = S.astype(bool)
+        cov = np.sum(wt * (1 - np.prod(np.where(S[:, None], 1 - P, 1.0), axis=0)))
+        np.testing.assert_allclose(float(f.value(S)), cov, rtol=1e-13)
+        np.testing.assert_allclose(float(fs.value(S)), cov, rtol=1e-13)
+        np.testing.assert_allclose(float(fb.value(S)), np.sum(np.sqrt(X[S].sum(0))), rtol=1e-13)
+        np.testing.assert_allclose(
+            float(sc.value(S)), np.sum(np.minimum(X[S].sum(0), 1.5)), rtol=1e-13
+        )
+
+
+def test_bad_input_names_the_argument():
+    M = jnp.ones((3, 4))
+    cases = [
+        (lambda: sm.SCM.create(-M), "M must be non-negative"),
+        (lambda: sm.SCM.create(M.at[0, 0].set(jnp.nan)), "M contains NaN"),
+        (lambda: sm.SCM.create(M, jnp.array([1.0, -1.0, 1.0])), "weights must be non-negative"),
+        (lambda: sm.SCM.create(M, jnp.ones(2)), "weights must have shape"),
+        (lambda: sm.SCM.create(M, None, lambda z: z**2), "concave"),
+        (lambda: sm.SCM.create(M, None, lambda z: -jnp.log1p(z)), "nondecreasing"),
+        (lambda: sm.SCM.create(M, None, lambda z: 1 + z), "phi(0) = 0"),
+        (lambda: sm.SCM.create(M, None, "tanh"), "phi must be one of"),
+        (lambda: sm.SCM.create(M, None, "saturate"), "needs cap"),
+        (lambda: sm.SCM.create(jnp.ones((3, 4), jnp.int32)), "floating"),
+        (lambda: sm.probabilistic_coverage(jnp.full((3, 3), 1.0)), "graph_probs"),
+        (lambda: sm.feature_based(-jnp.ones((3, 2))), "X must be non-negative"),
+    ]
+    for call, msg in cases:
+        with pytest.raises(
+            (ValueError, TypeError), match=msg.replace("(", r"\(").replace(")", r"\)")
+        ):
+            call()

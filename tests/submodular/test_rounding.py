@@ -1,0 +1,81 @@
+"""Randomized pipage / knapsack rounding: unbiased moves, preserved sums, always feasible."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxsolve import submodular as sm
+from tests.submodular._problems import random_scm
+
+N, DRAWS = 12, 4000
+
+
+def _draws(fn, x, c):
+    keys = jax.random.split(jax.random.key(0), DRAWS)
+    return np.asarray(jax.jit(jax.vmap(lambda k: fn(x, c, k)))(keys))
+
+
+def test_pipage_cardinality_is_unbiased_and_keeps_the_sum():
+    x = np.random.default_rng(0).uniform(size=N)
+    x = x * 5.0 / x.sum()  # sum exactly 5 = k, a point on the base polytope
+    S = _draws(sm.pipage, jnp.asarray(x), sm.cardinality(5))
+    assert np.all(S.sum(axis=1) == 5)
+    sigma = np.sqrt(x * (1 - x) / DRAWS)
+    assert np.all(np.abs(S.mean(axis=0) - x) <= 4.5 * sigma + 1e-12)
+
+
+def test_pipage_partition_keeps_every_group_sum():
+    groups = np.arange(N) % 3
+    caps = np.array([2.0, 1.0, 3.0])
+    x = np.random.default_rng(1).uniform(0.05, 1, N)
+    for g in range(3):  # scale each group to sum to its cap (integral sums: no round-up)
+        x[groups == g] *= caps[g] / x[groups == g].sum()
+    x = np.minimum(x, 1.0)
+    c = sm.partition_matroid(jnp.asarray(groups), jnp.asarray(caps))
+    S = _draws(sm.pipage, jnp.asarray(x), c)
+    for g in range(3):
+        sums = S[:, groups == g].sum(axis=1)
+        assert np.all(sums <= caps[g]) and np.all(sums >= np.floor(x[groups == g].sum() + 1e-9))
+    sigma = np.sqrt(x * (1 - x) / DRAWS)
+    # all groups end integral except where a cap clipped x: unbiased there
+    assert np.all(np.abs(S.mean(axis=0) - x) <= 4.5 * sigma + 0.02)
+
+
+def test_knapsack_rounding_keeps_the_budget_and_the_cost_in_mean():
+    rng = np.random.default_rng(2)
+    costs = rng.uniform(0.5, 2.0, N)
+    x = rng.uniform(size=N)
+    budget = float(costs @ x)
+    c = sm.knapsack(jnp.asarray(costs), budget)
+    S = _draws(sm.knapsack_rounding, jnp.asarray(x), c)
+    spent = S @ costs
+    assert np.all(spent <= budget * (1 + 1e-12))
+    # only the last fractional item is rounded down: the cost drops by < one item's cost
+    assert spent.mean() >= budget - costs.max()
+    assert spent.mean() <= budget
+
+
+def test_round_solution_is_always_feasible_and_fills_up():
+    rng = np.random.default_rng(3)
+    M, w = random_scm(rng, 8, N)
+    f = sm.SCM.create(jnp.asarray(M), jnp.asarray(w), "sqrt")
+    cons = [
+        sm.cardinality(4),
+        sm.knapsack(jnp.asarray(rng.uniform(0.5, 2.0, N)), 3.0),
+        sm.partition_matroid(jnp.arange(N) % 4, jnp.array([1, 0, 2, 1])),
+    ]
+
+    @jax.jit
+    def run(c, y, key):
+        S, v = sm.round_solution(f, c, c.project(y), key, num_rounds=2)
+        return S, v, c.feasible(S), f.value(S)
+
+    for c in cons:
+        for i in range(8):
+            S, v, ok, value = run(c, jnp.asarray(rng.uniform(-0.5, 1.5, N)), jax.random.key(i))
+            assert bool(ok)
+            np.testing.assert_allclose(float(v), float(value), rtol=1e-14)
+            if isinstance(c, sm.Cardinality):
+                assert int(S.sum()) == 4  # the fill completes the set
+            if isinstance(c, sm.PartitionMatroid):
+                assert not bool(S[jnp.arange(N) % 4 == 1].any())  # cap 0
