@@ -328,17 +328,16 @@ def sparse_binary(
     Returns:
         ``(A, b)`` with shapes ``(n_agents, m, d)`` and ``(n_agents, m)``.
     """
-    k_p, k_a, k_w, k_s, k_e = jax.random.split(key, 5)
+    seed = int(jax.random.randint(key, (), 0, np.iinfo(np.int32).max))
+    rng = np.random.default_rng(seed)  # host-side data: NumPy draws, no compilation
     shape = (int(n_agents), int(m), int(d))
     if heterogeneous:
-        tilt = jax.random.uniform(k_p, (shape[0], 1, shape[2]), minval=0.2, maxval=1.8)
+        tilt = rng.uniform(0.2, 1.8, (shape[0], 1, shape[2]))
     else:
-        tilt = jnp.ones((1, 1, shape[2]))
-    prob = jnp.clip(density * tilt, 0.0, 1.0)
-    A = (jax.random.uniform(k_a, shape) < prob).astype(dtype)
-    support = jax.random.uniform(k_s, (shape[2],)) < 0.2
-    w = jnp.where(support, jax.random.normal(k_w, (shape[2],)), 0.0).astype(dtype)
+        tilt = np.ones((1, 1, shape[2]))
+    A = (rng.random(shape) < np.clip(density * tilt, 0.0, 1.0)).astype(np.float64)
+    w = np.where(rng.random(shape[2]) < 0.2, rng.standard_normal(shape[2]), 0.0)
     score = A @ w
-    score = score - jnp.median(score) + 0.3 * jax.random.normal(k_e, score.shape, dtype)
-    b = jnp.where(score >= 0, 1.0, -1.0).astype(dtype)
-    return A, b
+    score = score - np.median(score) + 0.3 * rng.standard_normal(score.shape)
+    b = np.where(score >= 0, 1.0, -1.0)
+    return jnp.asarray(A, dtype), jnp.asarray(b, dtype)

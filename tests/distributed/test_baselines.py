@@ -97,7 +97,8 @@ def test_extra_is_exact_on_logistic_and_dgd_plateaus(cancer):
     assert int(sol.status) == jaxsolve.Status.SUCCESS
     assert ref.consensus_distance(sol.x, x_star) <= 1e-8
     # DGD with the same constant step: a plateau far from x*, not a slow approach to it
-    dgd = D.dgd(D.Logistic(), D.L2Squared())
+    L = np.asarray(jax.vmap(D.Logistic().lipschitz)((A, b)))
+    dgd = D.dgd(D.Logistic(), D.L2Squared(), stepsize=1.0 / L.max())
     far = [
         ref.consensus_distance(jaxsolve.solve(dgd, x0, problem, tol=0.0, max_steps=k).x, x_star)
         for k in (2000, 4000)

@@ -33,7 +33,7 @@ def test_eight_devices_are_available():
     assert len(jax.devices()) >= 8
 
 
-FAST = {("ds_admm", "er"), ("ds_admm", "ring"), ("ds_admm_gradient", "ring"), ("nids", "ring")}
+FAST = {("ds_admm", "ring"), ("ds_admm_gradient", "ring"), ("dgd", "er")}
 PAIRS = [
     pytest.param(name, graph, marks=() if (name, graph) in FAST else pytest.mark.slow)
     for name in sorted(SOLVERS)
