@@ -86,7 +86,7 @@ class DSADMMState(NamedTuple):
         u: $u^t$, the copies on the loss's side.
         lam1, lam2: the multipliers $\\lambda_1^t$, $\\lambda_2^t$.
         Wv, Wp: $(\\tilde W v^t)_i$ and $(\\tilde W p^t)_i$, received in the last round.
-        factor: the Cholesky factors of the loss's prox (``None`` for gradient steps).
+        factor: the inverses the loss's prox multiplies by (``None`` for gradient steps).
         lips: the agents' Lipschitz constants $L_i$, ``(n,)``.
         beta: the penalty in use (0-d), eta: the error's step (0-d).
         ledger: the communication so far, per agent.
@@ -169,6 +169,12 @@ class DSADMM(DecentralizedSolver):
             beta, eta.astype(x0.dtype), ledger,
         )  # fmt: skip
 
+    def _exchange(self, W, a, b):
+        """One round in which every agent sends two vectors: one product with W."""
+        d = a.shape[1]
+        both = self.comm.mix(W, jnp.concatenate([a, b], axis=1))
+        return both[:, :d], both[:, d:]
+
     def _u_step(self, state, rhs, c, problem):
         if self.f_step == "prox":
             prox = jax.vmap(self.loss.prox, in_axes=(0, 0, 0, None))
@@ -189,15 +195,13 @@ class DSADMM(DecentralizedSolver):
         lam2h = state.lam2 - r * beta * (u1 - state.Wv)
         q = 2 * beta * u1 - lam2h - beta * state.Wv
         # round 1: broadcast (u, q)
-        Wu1 = self.comm.mix(problem.W, u1)
-        Wq = self.comm.mix(problem.W, q)
+        Wu1, Wq = self._exchange(problem.W, u1, q)
         lam1h = state.lam1 - r * beta * (Wu1 - v)
         v1 = self._prox_g((Wq - lam1h + beta * (1 + tau) * v) / c, 1 / c, problem)
         lam1 = lam1h - s * beta * (Wu1 - v1)
         p = lam1 + 2 * beta * v1 - beta * Wu1
         # round 2: broadcast (v, p)
-        Wv1 = self.comm.mix(problem.W, v1)
-        Wp1 = self.comm.mix(problem.W, p)
+        Wv1, Wp1 = self._exchange(problem.W, v1, p)
         lam2 = lam2h - s * beta * (u1 - Wv1)
         n = problem.W.shape[1]
         res = jnp.sqrt(self.comm.total(jnp.sum((Wu1 - v1) ** 2 + (u1 - Wv1) ** 2, axis=1)) / n)

@@ -114,8 +114,8 @@ def _rows(data):
 class LeastSquares:
     r"""$f_i(x) = \frac{1}{2m}\|A_i x - b_i\|^2$, with the exact prox
     $\operatorname{prox}_{cf_i}(z) = (I + \frac cm A_i^\top A_i)^{-1}(z + \frac cm A_i^\top b_i)$
-    (by a Cholesky factor of the smaller of $I_d + \frac cm A^\top A$ and
-    $\frac mc I_m + AA^\top$, made once per solve)."""
+    (by the inverse of the smaller of $I_d + \frac cm A^\top A$ and $\frac mc I_m + AA^\top$,
+    from a Cholesky factor made once per solve: the step is then matrix products only)."""
 
     has_prox = True
 
@@ -135,17 +135,19 @@ class LeastSquares:
     def prox_factor(self, data, c):
         A, _, m = _rows(data)
         d = A.shape[1]
-        if m <= d:  # Woodbury: an m x m factor
-            return jnp.linalg.cholesky((m / c) * jnp.eye(m, dtype=A.dtype) + A @ A.T)
-        return jnp.linalg.cholesky(jnp.eye(d, dtype=A.dtype) + (c / m) * (A.T @ A))
+        if m <= d:  # Woodbury: the inverse of an m x m matrix
+            K = (m / c) * jnp.eye(m, dtype=A.dtype) + A @ A.T
+        else:
+            K = jnp.eye(d, dtype=A.dtype) + (c / m) * (A.T @ A)
+        L = jnp.linalg.cholesky(K)
+        return jax.scipy.linalg.cho_solve((L, True), jnp.eye(K.shape[0], dtype=A.dtype))
 
     def prox(self, z, factor, data, c):
         A, b, m = _rows(data)
         y = z + (c / m) * (A.T @ b)
-        solve = lambda M: jax.scipy.linalg.cho_solve((factor, True), M)
         if m <= A.shape[1]:
-            return y - A.T @ solve(A @ y)
-        return solve(y)
+            return y - A.T @ (factor @ (A @ y))
+        return factor @ y
 
 
 @dataclasses.dataclass(frozen=True)
