@@ -20,7 +20,9 @@ $1 - \max(|\lambda_2|, |\lambda_n|)$.
 
 from __future__ import annotations
 
+import jax
 import numpy as np
+from jax.typing import ArrayLike
 from jaxtyping import Array, Float
 
 from jaxsolve.core.validation import is_concrete
@@ -44,7 +46,7 @@ def _count(name: str, n) -> int:
     return int(n)
 
 
-def is_connected(adjacency) -> bool:
+def is_connected(adjacency: ArrayLike) -> bool:
     """Whether the undirected graph of a 0/1 adjacency matrix is connected (a BFS)."""
     a = np.asarray(adjacency) != 0
     n = a.shape[0]
@@ -58,7 +60,7 @@ def is_connected(adjacency) -> bool:
     return bool(seen.all())
 
 
-def from_adjacency(adjacency) -> np.ndarray:
+def from_adjacency(adjacency: ArrayLike) -> np.ndarray:
     """A checked adjacency matrix: square, symmetric, 0/1, connected.
 
     The diagonal is ignored (set to zero). Raises ``ValueError`` naming what is wrong.
@@ -108,7 +110,7 @@ def grid(r: int, c: int) -> np.ndarray:
     return a
 
 
-def erdos_renyi(key, n: int, p: float, *, max_tries: int = 100) -> np.ndarray:
+def erdos_renyi(key: jax.Array, n: int, p: float, *, max_tries: int = 100) -> np.ndarray:
     """A connected Erdos-Renyi graph $G(n, p)$, re-drawn until connected.
 
     Args:
@@ -121,8 +123,6 @@ def erdos_renyi(key, n: int, p: float, *, max_tries: int = 100) -> np.ndarray:
     Returns:
         The ``(n, n)`` adjacency matrix (NumPy, 0/1 floats).
     """
-    import jax
-
     n = _count("n", n)
     if n < 2:
         raise ValueError(f"n must be >= 2, got {n}")
@@ -141,7 +141,7 @@ def erdos_renyi(key, n: int, p: float, *, max_tries: int = 100) -> np.ndarray:
     )
 
 
-def metropolis_hastings(adjacency) -> np.ndarray:
+def metropolis_hastings(adjacency: ArrayLike) -> np.ndarray:
     r"""Metropolis-Hastings mixing weights of a connected graph.
 
     $W_{ij} = 1/(1 + \max(\deg_i, \deg_j))$ on edges, $W_{ii} = 1 - \sum_{j\ne i} W_{ij}$.
@@ -159,7 +159,7 @@ def metropolis_hastings(adjacency) -> np.ndarray:
     return w
 
 
-def neighbors(W) -> tuple[tuple[int, ...], ...]:
+def neighbors(W: ArrayLike) -> tuple[tuple[int, ...], ...]:
     """Each agent's neighbours (the off-diagonal support of ``W``), as Python tuples."""
     w = np.asarray(W)
     return tuple(tuple(int(j) for j in np.flatnonzero(w[i]) if j != i) for i in range(len(w)))
@@ -173,7 +173,7 @@ def spectral_gap(W: Float[Array, "n n"]) -> float:
     return float(1.0 - max(abs(ev[-2]), abs(ev[0])))
 
 
-def check_mixing(W, *, name: str = "W", atol: float = 1e-10) -> None:
+def check_mixing(W: ArrayLike, *, name: str = "W", atol: float = 1e-10) -> None:
     """Raise ``ValueError`` unless ``W`` is a valid mixing matrix.
 
     Checked: square, finite, symmetric, rows (hence columns) summing to one,

@@ -25,15 +25,18 @@ nothing on Slurm / Cloud TPU) before touching devices, then build the mesh over
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
+from jaxtyping import Array, Float
 
 import jaxsolve
-from jaxsolve.distributed.base import Simulated
+from jaxsolve.core.driver import Solution
+from jaxsolve.distributed.base import DecentralizedSolver, Simulated
 from jaxsolve.distributed.baselines import DGD, NIDS, PGExtra, default_stepsize
 from jaxsolve.distributed.ds_admm import DSADMM, _gap, default_beta
 from jaxsolve.distributed.graphs import check_mixing
@@ -81,13 +84,13 @@ class MeshComm:
         return (rows[:, None] == jnp.arange(n)[None, :]).astype(M.dtype)
 
 
-def agent_mesh(devices=None, axis_name: str = "agents") -> Mesh:
+def agent_mesh(devices: Any = None, axis_name: str = "agents") -> Mesh:
     """A 1-D mesh over ``devices`` (default: all of ``jax.devices()``)."""
     devices = jax.devices() if devices is None else list(devices)
     return Mesh(np.array(devices), (axis_name,))
 
 
-def block_shifts(W, num_devices: int) -> tuple[int, ...]:
+def block_shifts(W: Any, num_devices: int) -> tuple[int, ...]:
     """The nonzero device offsets $k$ such that some block $W_{p, p+k}$ is nonzero."""
     w = np.asarray(W)
     n = w.shape[0]
@@ -119,7 +122,14 @@ def _with_defaults(solver, x0, problem):
     return solver
 
 
-def solve_on_mesh(solver, x0, problem: Problem, *, mesh: Mesh | None = None, **solve_kwargs):
+def solve_on_mesh(
+    solver: DecentralizedSolver,
+    x0: Float[Array, "n d"],
+    problem: Problem,
+    *,
+    mesh: Mesh | None = None,
+    **solve_kwargs: Any,
+) -> Solution:
     """Run ``jaxsolve.solve(solver, x0, problem, **solve_kwargs)`` with the agents sharded
     over the devices of ``mesh`` and neighbour exchange by ``ppermute``.
 
