@@ -184,6 +184,71 @@ def _auto_batch(qp: QP) -> str:
     return "lockstep" if jax.default_backend() == "cpu" else "vmap"
 
 
+def _on_cpu() -> bool:
+    return jax.default_backend() == "cpu"
+
+
+def _vmappable_single(solver, x0, qp, tol, max_steps, implicit, batch_kw):
+    """One QP whose ``jax.vmap`` runs the lockstep batch (CPU).
+
+    A user's ``jax.jit(jax.vmap(lambda p: solve_qp(p)))`` would otherwise vmap the
+    single-QP loop, and XLA:CPU then calls jaxlib's batched LAPACK kernels (Cholesky,
+    triangular solves) with the whole batch inside the loop: jaxlib 0.10 splits such a
+    call over the intra-op thread pool (``ParallelBatchMap``) and, called from a pool
+    worker inside a while loop, its two concurrent calls wait for ever on tasks no
+    worker picks up (1024 random QPs, n = 20, m = 40 hang after ~8 s of CPU; 192 do
+    not). Here ``jax.vmap`` of a single solve runs the lockstep batch instead (its
+    chunks of at most 32 lanes, the batch path ``solve_qp`` takes for a batched QP on
+    CPU, 0.4-0.55x the CPU time of one problem after another): the same statuses and
+    answers at ``tol``. Implicit derivatives stay exact: a ``custom_jvp`` outside the
+    ``custom_vmap`` differentiates the KKT conditions at the solution.
+    """
+    tol_a = jnp.asarray(tol, qp.q.dtype)
+
+    @jax.custom_batching.custom_vmap
+    def primal(x0, qp, tol_a):
+        return solve(solver, x0, qp, tol=tol_a, max_steps=max_steps)
+
+    @primal.def_vmap
+    def _rule(axis_size, in_batched, x0, qp, tol_a):
+        def bcast(v, b):
+            return v if b else jnp.broadcast_to(v, (axis_size,) + jnp.shape(v))
+
+        x0b = jax.tree.map(bcast, x0, in_batched[0])
+        qpb = jax.tree.map(bcast, qp, in_batched[1])
+        if in_batched[2]:
+            # per-lane tolerances: the lockstep batch takes one; the plain vmap keeps them
+            one = lambda a, b, t: solve(solver, a, b, tol=t, max_steps=max_steps)  # noqa: E731
+            sol = jax.vmap(one)(x0b, qpb, tol_a)
+        else:
+            sol = solve_qp(
+                qpb,
+                x0b,
+                tol=tol,
+                max_steps=max_steps,
+                implicit=False,
+                batch="lockstep",
+                **batch_kw,
+            )
+        return sol, jax.tree.map(lambda _: True, sol)
+
+    if not implicit:
+        return primal(x0, qp, tol_a)
+
+    @jax.custom_jvp
+    def with_kkt(x0, qp, tol_a):
+        return primal(x0, qp, tol_a)
+
+    @with_kkt.defjvp
+    def _jvp(primals, tangents):
+        x0, qp, tol_a = primals
+        sol = with_kkt(x0, qp, tol_a)
+        dx, dy = _kkt_tangent(sol.state.x, sol.state.y, sol.state.mu, qp, tangents[1])
+        return sol, _with_tangent(sol, dx, dy)
+
+    return with_kkt(x0, qp, tol_a)
+
+
 def solve_qp(
     qp: QP,
     x0: jax.Array | WarmStart | None = None,
@@ -262,11 +327,13 @@ def solve_qp(
     with their fixed multiplier ``+-mu``). Both ``jax.grad`` and ``jax.jvp`` work.
     """
     validate_qp(qp)
+    user_hyper = dict(hyper)
     if loop not in ("while", "fixed"):
         raise ValueError(f"loop must be 'while' or 'fixed', got {loop!r}")
     if batch not in ("auto", "vmap", "map", "lockstep"):
         raise ValueError(f"batch must be 'auto', 'vmap', 'map' or 'lockstep', got {batch!r}")
     batched = qp.q.ndim == 2
+    batch_arg = batch
     if batch == "auto":
         batch = _auto_batch(qp)
     # the lockstep path runs the 'while' loop without history; otherwise lax.map
@@ -383,6 +450,10 @@ def solve_qp(
         sol = solve_batch(solver, x0, qp, tol=tol, max_steps=max_steps, compact=compact)
     elif batched:
         sol = jax.vmap(one)(x0, qp)
+    elif loop == "while" and not history and batch_arg in ("auto", "lockstep") and _on_cpu():
+        sol = _vmappable_single(
+            solver, x0, qp, tol, max_steps, implicit, dict(user_hyper, compact=None)
+        )
     else:
         sol = one(x0, qp)
     if throw:
