@@ -50,6 +50,19 @@ def test_message_passing_equals_stacked_symmetric_admm(f_step):
     assert np.max(np.abs(theirs[-1][1] - theirs[0][1])) > 1e-2  # the iterates did move
 
 
+def test_newton_prox_is_exact_on_least_squares():
+    """One Newton step solves the quadratic prox exactly: the newton u-step reproduces
+    the closed-form prox's iterates."""
+    A, b, W, x0 = _small(key=5)
+    problem = D.make_problem((A, b), W, 0.3)
+    _, exact = _iterates(D.ds_admm(D.LeastSquares(), D.L1(), beta=0.7), x0, problem, 25)
+    newton = D.ds_admm(D.LeastSquares(), D.L1(), beta=0.7, f_step="newton", newton_steps=1)
+    _, ours = _iterates(newton, x0, problem, 25)
+    for (u, v), (u_ref, v_ref) in zip(ours, exact, strict=True):
+        np.testing.assert_allclose(u, u_ref, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(v, v_ref, rtol=0, atol=1e-12)
+
+
 def test_r_zero_is_plain_admm_on_the_same_constraints():
     A, b, W, x0 = _small(key=3)
     lam, beta, tau = 0.2, 1.3, 0.01
@@ -133,8 +146,9 @@ def _assert_linear(errors):
 @pytest.mark.parametrize("graph", ["er05", "er02", "grid", "ring"])
 @pytest.mark.parametrize("task", ["lasso", "logistic"])
 def test_reaches_centralized_solution_linearly(cancer, task, graph):
-    """Default beta rule, 30 agents: consensus and distance to the centralized solution
-    <= 1e-8, with a stable log-slope over the last half."""
+    """Default beta rule and u-step (lasso: exact prox; logistic: Newton prox), 30 agents:
+    consensus and distance to the centralized solution <= 1e-8, with a stable log-slope
+    over the last half."""
     errors = _accuracy(cancer, task, graph, 60000)
     _assert_linear(errors)
 
@@ -169,6 +183,8 @@ def test_bad_input_raises_before_tracing():
         D.ds_admm(D.LeastSquares(), r=1.0)
     with pytest.raises(ValueError, match="f_step"):
         D.ds_admm(D.Logistic(), f_step="prox")
+    with pytest.raises(ValueError, match="newton_steps"):
+        D.ds_admm(D.Logistic(), newton_steps=0)
     with pytest.raises(TypeError, match="loss"):
         D.ds_admm("least squares")
     with pytest.raises(ValueError, match="agent"):

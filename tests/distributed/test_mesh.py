@@ -21,7 +21,8 @@ def data():
 
 SOLVERS = {
     "ds_admm": lambda: D.ds_admm(D.LeastSquares(), D.L1()),
-    "ds_admm_gradient": lambda: D.ds_admm(D.Logistic(), D.L2Squared()),
+    "ds_admm_gradient": lambda: D.ds_admm(D.Logistic(), D.L2Squared(), f_step="gradient"),
+    "ds_admm_newton": lambda: D.ds_admm(D.Logistic(), D.L2Squared()),
     "pg_extra": lambda: D.pg_extra(D.LeastSquares(), D.L1()),
     "nids": lambda: D.nids(D.Logistic(), D.L2Squared()),
     "decentralized_admm": lambda: D.decentralized_admm(D.LeastSquares(), D.L1()),
