@@ -9,10 +9,10 @@ among the items that keep the set feasible, until none does:
   partition matroid, Fisher et al. 1978). Ties go to the lower index.
 * `lazy_greedy`: the same selections (up to ties) with stale upper bounds
   (Minoux 1978): a gain is recomputed only for the current best bound, since by
-  submodularity gains only shrink. Dense `M` only.
+  submodularity gains only shrink. Dense `M`, or `BCOO` built by `SCM.create`.
 * `stochastic_greedy`: each step scores a random sample of
   $s = \lceil (n/k)\log(1/\varepsilon)\rceil$ feasible items (Mirzasoleiman et al.,
-  AAAI 2015: $1 - 1/e - \varepsilon$ in expectation). Dense `M` only.
+  AAAI 2015: $1 - 1/e - \varepsilon$ in expectation). Dense `M` or indexed `BCOO`.
 * `cost_benefit_greedy`: knapsack, ranking by $\Delta_j/c_j$ among the items that
   still fit (as apricot's and submodlib's cost-sensitive greedy).
 * `partition_greedy`: naive greedy under a partition matroid.
@@ -74,10 +74,8 @@ def _all_gains(f: SCM, z):
 
 
 def _gains_of(f: SCM, z, idx):
-    """$\\Delta_j$ for the items `idx` (dense `M`)."""
-    cols = f.M[:, idx]
-    base = f.phi.value(z, f.cap)
-    return f.weights @ (f.phi.value(z[:, None] + cols, f.cap[:, None]) - base[:, None])
+    """$\\Delta_j$ for the items `idx`."""
+    return f.gains(z, idx)
 
 
 class _Carry(NamedTuple):
@@ -121,11 +119,11 @@ def _fits(constraint, c: _Carry):
 
 
 def _add(f, constraint, c: _Carry, j, gain) -> _Carry:
-    if isinstance(f.M, sparse.BCOO):
+    if isinstance(f.M, sparse.BCOO) and f.columns is None:
         r, cols = f.M.indices[:, 0], f.M.indices[:, 1]
         col = jax.ops.segment_sum(jnp.where(cols == j, f.M.data, 0), r, f.weights.shape[0])
     else:
-        col = f.M[:, j]
+        col = f.column(j)
     if isinstance(constraint, Cardinality):
         spent = c.spent + 1
     elif isinstance(constraint, Knapsack):
@@ -235,8 +233,8 @@ def _check(f, constraint, kinds, name):
 
 
 def _dense_only(f, name):
-    if isinstance(f.M, sparse.BCOO):
-        raise TypeError(f"{name} needs a dense M (column access); use naive_greedy for BCOO")
+    if isinstance(f.M, sparse.BCOO) and f.columns is None:
+        raise TypeError(f"{name} needs column access: a dense M, or a BCOO SCM built by SCM.create")
 
 
 _naive_jit = jax.jit(_naive, static_argnames=("cost_benefit",))
@@ -283,7 +281,7 @@ def stochastic_greedy(
 def cost_benefit_greedy(f: SCM, constraint: Knapsack, *, lazy: bool = True) -> GreedyResult:
     r"""Knapsack greedy by gain per cost $\Delta_j / c_j$ among the items that still fit."""
     _check(f, constraint, (Knapsack,), "cost_benefit_greedy")
-    if lazy and not isinstance(f.M, sparse.BCOO):
+    if lazy and not (isinstance(f.M, sparse.BCOO) and f.columns is None):
         return _lazy_jit(f, constraint, cost_benefit=True)
     return _naive_jit(f, constraint, cost_benefit=True)
 
@@ -292,6 +290,6 @@ def partition_greedy(f: SCM, constraint: PartitionMatroid, *, lazy: bool = True)
     """Greedy under a partition matroid ($1/2$-approximation): the best gain among the
     items whose group is not yet full."""
     _check(f, constraint, (PartitionMatroid,), "partition_greedy")
-    if lazy and not isinstance(f.M, sparse.BCOO):
+    if lazy and not (isinstance(f.M, sparse.BCOO) and f.columns is None):
         return _lazy_jit(f, constraint, cost_benefit=False)
     return _naive_jit(f, constraint, cost_benefit=False)

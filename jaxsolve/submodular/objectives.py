@@ -197,12 +197,16 @@ class SCM(eqx.Module):
         weights: $w \ge 0$, shape `(m,)`.
         cap: per-row parameter of `phi` (the saturation level of `saturate`), `(m,)`.
         phi: the concave function (a `Concave`), static.
+        columns: for a `BCOO` `M`, its columns padded to one length, `(rows, values)`
+            of shape `(n, p)` (built by `create`; what the per-item loops of the
+            derandomized rounding and lazy/stochastic greedy read). None for dense `M`.
     """
 
     M: Float[Array, "m n"] | sparse.BCOO
     weights: Float[Array, " m"]
     cap: Float[Array, " m"]
     phi: Concave = eqx.field(static=True)
+    columns: tuple | None = None
 
     @classmethod
     def create(cls, M, weights=None, phi="coverage", cap=None) -> SCM:
@@ -248,7 +252,41 @@ class SCM(eqx.Module):
         _nonneg_finite("cap", cap)
         zmax = float(np.max(rowmax)) if rowmax is not None and rowmax.size else 1.0
         _check_phi(phi, zmax, cap, dtype)
-        return cls(M, weights, cap, phi)
+        columns = None
+        if isinstance(M, sparse.BCOO) and is_concrete(M.indices):
+            M = M.sum_duplicates() if M.nse else M
+            columns = _padded_columns(M)
+        return cls(M, weights, cap, phi, columns)
+
+    @property
+    def sparse(self) -> bool:
+        return isinstance(self.M, sparse.BCOO)
+
+    def column(self, j) -> Float[Array, " m"]:
+        """Column $j$ of $M$ as a dense vector."""
+        if isinstance(self.M, sparse.BCOO):
+            rows, vals = self._columns()
+            return jnp.zeros(self.weights.shape, vals.dtype).at[rows[j]].add(vals[j])
+        return self.M[:, j]
+
+    def _columns(self):
+        if self.columns is None:
+            raise ValueError(
+                "this sparse SCM has no column index: build it with SCM.create "
+                "(outside jit) for lazy/stochastic greedy and the derandomized rounding"
+            )
+        return self.columns
+
+    def gains(self, z, idx) -> Float[Array, " s"]:
+        """Marginal gains $f(S \\cup \\{j\\}) - f(S)$ of the items `idx` at $z = M 1_S$."""
+        base = self.phi.value(z, self.cap)
+        if isinstance(self.M, sparse.BCOO):
+            rows, vals = self._columns()
+            r, v = rows[idx], vals[idx]  # (s, p); padding adds 0 to row 0: no gain
+            d = self.phi.value(z[r] + v, self.cap[r]) - base[r]
+            return jnp.sum(self.weights[r] * d, axis=1)
+        cols = self.M[:, idx]
+        return self.weights @ (self.phi.value(z[:, None] + cols, self.cap[:, None]) - base[:, None])
 
     @property
     def n(self) -> int:
@@ -295,6 +333,24 @@ class SCM(eqx.Module):
             vals = self.weights[rows] * self.phi.value(self.M.data, self.cap[rows])
             return jax.ops.segment_sum(vals, cols, self.n)
         return self.weights @ self.phi.value(self.M, self.cap[:, None])
+
+
+def _padded_columns(M: sparse.BCOO):
+    """The columns of a (duplicate-free) BCOO matrix as (rows, values), each (n, p)."""
+    rows = np.asarray(M.indices[:, 0])
+    cols = np.asarray(M.indices[:, 1])
+    vals = np.asarray(M.data)
+    n = M.shape[1]
+    order = np.argsort(cols, kind="stable")
+    counts = np.bincount(cols, minlength=n)
+    p = max(int(counts.max(initial=0)), 1)
+    start = np.cumsum(counts) - counts
+    slot = np.arange(len(cols)) - np.repeat(start, counts)
+    R = np.zeros((n, p), np.int32)
+    V = np.zeros((n, p), vals.dtype)
+    R[cols[order], slot] = rows[order]
+    V[cols[order], slot] = vals[order]
+    return jnp.asarray(R), jnp.asarray(V)
 
 
 def _scm(M, weights, phi, cap=None) -> SCM:

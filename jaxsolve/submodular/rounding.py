@@ -37,7 +37,7 @@ __all__ = ["pipage", "knapsack_rounding", "fill", "round_solution"]
 
 
 def _layout(constraint, n, dtype):
-    """(weights, group ids, number of groups, caps) of the pairwise scheme."""
+    """(weights, group ids, number of groups) of the pairwise scheme."""
     if isinstance(constraint, Knapsack):
         return constraint.costs.astype(dtype), jnp.zeros(n, jnp.int32), 1
     if isinstance(constraint, PartitionMatroid):
@@ -50,14 +50,16 @@ def _layout(constraint, n, dtype):
     )
 
 
-def _pairwise(x, w, groups, key, round_up: bool):
-    """One randomized pairwise pass (see the module); returns a 0/1 vector."""
+def _pairwise(x, w, groups, num_groups, key, round_up: bool, f=None):
+    """One pairwise pass (see the module) over the fractional items; a 0/1 vector.
+
+    ``key``: randomized moves (mean zero); ``f`` (dense ``M``) instead: the end with
+    the larger $F$, with $Mx$ updated along the way ($O(m)$ per move).
+    """
     n = x.shape[0]
     dtype = x.dtype
     tol = 1e3 * jnp.finfo(dtype).eps
     x = jnp.clip(x, 0, 1)
-    order = jnp.argsort(groups, stable=True)
-    coins = jax.random.uniform(key, (n,), dtype)
 
     def fractional(v):
         return (v > tol) & (v < 1 - tol)
@@ -65,54 +67,79 @@ def _pairwise(x, w, groups, key, round_up: bool):
     def snap(v):
         return jnp.where(v <= tol, 0, jnp.where(v >= 1 - tol, 1, v))
 
-    def body(carry, step):
-        x, cur, grp = carry
-        j = order[step].astype(jnp.int32)
+    # only the fractional items move: visit them group by group, the rest never
+    frac0 = fractional(x)
+    order = jnp.argsort(jnp.where(frac0, groups, num_groups), stable=True).astype(jnp.int32)
+    count = jnp.sum(frac0.astype(jnp.int32))
+    if f is None:
+        coins = jax.random.uniform(key, (n,), dtype)
+        z0 = jnp.zeros((1,), dtype)
+    else:
+        if f.sparse:
+            column = f.column
+        else:
+            MT = f.M.T  # rows of M^T are the items' columns: contiguous reads in the loop
+            column = lambda j: MT[j]
+        z0 = f.modular(x)
+        value = lambda z: jnp.dot(f.weights, f.phi.value(z, f.cap))
+
+    def body(carry):
+        x, z, cur, grp, p = carry
+        j = order[p]
         gj = groups[j]
         cur = jnp.where(gj == grp, cur, -1)  # a new group: nothing carried
         xj = x[j]
-        pair = (cur >= 0) & fractional(xj)
+        pair = cur >= 0
         i = jnp.maximum(cur, 0)
         xi, wi, wj = x[i], w[i], w[j]
         up = jnp.minimum((1 - xi) * wi, xj * wj)  # theta_+ : x_i up, x_j down
         dn = jnp.minimum(xi * wi, (1 - xj) * wj)  # -theta_- : x_i down, x_j up
-        p_up = dn / jnp.maximum(up + dn, jnp.finfo(dtype).tiny)
-        theta = jnp.where(coins[step] < p_up, up, -dn)
+        if f is None:
+            p_up = dn / jnp.maximum(up + dn, jnp.finfo(dtype).tiny)
+            take_up = coins[p] < p_up
+        else:
+            d = column(i) / wi - column(j) / wj
+            take_up = value(z + up * d) >= value(z - dn * d)
+            z = z + jnp.where(pair, jnp.where(take_up, up, -dn), 0) * d
+        theta = jnp.where(pair, jnp.where(take_up, up, -dn), 0)
         xi_new = snap(xi + theta / wi)
         xj_new = snap(xj - theta / wj)
-        x = jnp.where(pair, x.at[i].set(xi_new).at[j].set(xj_new), x)
+        x = x.at[i].set(jnp.where(pair, xi_new, xi)).at[j].set(jnp.where(pair, xj_new, xj))
         # the carried item is the one still fractional (j when i became integral)
         cur = jnp.where(
-            pair,
-            jnp.where(fractional(xi_new), i, jnp.where(fractional(xj_new), j, -1)),
-            jnp.where(fractional(xj) & (cur < 0), j, cur),
+            pair, jnp.where(fractional(xi_new), i, jnp.where(fractional(xj_new), j, -1)), j
         )
-        return (x, cur.astype(jnp.int32), gj), None
+        return x, z, cur.astype(jnp.int32), gj, p + 1
 
-    (x, _, _), _ = jax.lax.scan(body, (x, jnp.int32(-1), groups[order[0]]), jnp.arange(n))
+    init = (x, z0, jnp.int32(-1), groups[order[0]], jnp.int32(0))
+    x, _, _, _, _ = jax.lax.while_loop(lambda c: c[-1] < count, body, init)
     return x > tol if round_up else x >= 1 - tol
 
 
-def pipage(x: Float[Array, " n"], constraint, key) -> Bool[Array, " n"]:
-    """Randomized pipage rounding onto the cardinality or partition-matroid bases.
+def pipage(x: Float[Array, " n"], constraint, key=None, f=None) -> Bool[Array, " n"]:
+    """Pipage rounding onto the cardinality or partition-matroid bases.
 
-    Keeps every group sum, rounds each group's last fractional item up (see the module).
+    Randomized with `key`; with `f` (an `SCM` with dense `M`) instead, each move goes to
+    the end with the larger concave extension $F$ (a derandomized variant: no
+    guarantee in expectation, but it follows $F$, and costs $O(m)$ per move). Keeps
+    every group sum and rounds each group's last fractional item up (see the module).
     """
     if isinstance(constraint, Knapsack):
         raise TypeError("pipage rounds cardinality and partition matroids; use knapsack_rounding")
-    w, groups, _ = _layout(constraint, x.shape[0], x.dtype)
-    return _pairwise(x, w, groups, key, round_up=True)
+    w, groups, g = _layout(constraint, x.shape[0], x.dtype)
+    return _pairwise(x, w, groups, g, key, True, f)
 
 
-def knapsack_rounding(x: Float[Array, " n"], constraint: Knapsack, key) -> Bool[Array, " n"]:
-    """Randomized cost-preserving pairwise rounding (the paper's Algorithm 2, without
-    the single-item fallback, which `round_solution` adds); the last fractional item
-    is rounded down."""
+def knapsack_rounding(
+    x: Float[Array, " n"], constraint: Knapsack, key=None, f=None
+) -> Bool[Array, " n"]:
+    """Cost-preserving pairwise rounding (the paper's Algorithm 2, without the
+    single-item fallback, which `round_solution` adds); the last fractional item is
+    rounded down. Randomized with `key`, by the larger $F$ with `f` (as `pipage`)."""
     if not isinstance(constraint, Knapsack):
         raise TypeError("knapsack_rounding needs a Knapsack constraint")
-    return _pairwise(
-        x, constraint.costs.astype(x.dtype), jnp.zeros(x.shape[0], jnp.int32), key, False
-    )
+    n = x.shape[0]
+    return _pairwise(x, constraint.costs.astype(x.dtype), jnp.zeros(n, jnp.int32), 1, key, False, f)
 
 
 def fill(f, constraint, S: Bool[Array, " n"], priority: Float[Array, " n"]) -> Bool[Array, " n"]:
@@ -144,19 +171,29 @@ def fill(f, constraint, S: Bool[Array, " n"], priority: Float[Array, " n"]) -> B
     return S
 
 
-def _round_once(f, constraint, x, key):
+def _round_once(f, constraint, x, key, guided=None):
     if isinstance(constraint, Knapsack):
-        S = knapsack_rounding(x, constraint, key)
+        S = knapsack_rounding(x, constraint, key, guided)
     else:
-        S = pipage(x, constraint, key)
+        S = pipage(x, constraint, key, guided)
     return fill(f, constraint, S, x)
 
 
 def round_solution(f, constraint, x: Float[Array, " n"], key, num_rounds: int = 8):
-    """The best of `num_rounds` randomized roundings of `x` (and, for knapsack, of the
-    best feasible single item). Returns `(S, f(S))`."""
-    keys = jax.random.split(key, num_rounds)
-    sets = jax.vmap(lambda k: _round_once(f, constraint, x, k))(keys)
+    """The best of `num_rounds` randomized roundings of `x`, of the derandomized one
+    (dense `M`, or `BCOO` built by `SCM.create`) and, for knapsack, of the best feasible single item.
+
+    Returns `(S, f(S))`.
+    """
+    sets = []
+    if num_rounds > 0:
+        keys = jax.random.split(key, num_rounds)
+        sets.append(jax.vmap(lambda k: _round_once(f, constraint, x, k))(keys))
+    if not f.sparse or f.columns is not None:
+        sets.append(_round_once(f, constraint, x, None, f)[None])
+    if not sets:
+        raise ValueError("num_rounds must be >= 1 for a BCOO SCM without its column index")
+    sets = jnp.concatenate(sets)
     values = jax.vmap(f.value)(sets)
     best = jnp.argmax(values)
     S, v = sets[best], values[best]

@@ -73,14 +73,18 @@ def test_constructors_match_their_definitions():
     X = rng.uniform(0, 1, (N, 4))
     fb = sm.feature_based(jnp.asarray(X), "sqrt")
     sc = sm.saturated_coverage(jnp.asarray(X), 1.5)
-    for S in all_masks(N)[::37]:
-        S = S.astype(bool)
+    masks = all_masks(N)[::37].astype(bool)
+    values = {
+        name: np.asarray(jax.vmap(g.value)(jnp.asarray(masks)))
+        for name, g in (("f", f), ("fs", fs), ("fb", fb), ("sc", sc))
+    }
+    for t, S in enumerate(masks):
         cov = np.sum(wt * (1 - np.prod(np.where(S[:, None], 1 - P, 1.0), axis=0)))
-        np.testing.assert_allclose(float(f.value(S)), cov, rtol=1e-13)
-        np.testing.assert_allclose(float(fs.value(S)), cov, rtol=1e-13)
-        np.testing.assert_allclose(float(fb.value(S)), np.sum(np.sqrt(X[S].sum(0))), rtol=1e-13)
+        np.testing.assert_allclose(values["f"][t], cov, rtol=1e-13)
+        np.testing.assert_allclose(values["fs"][t], cov, rtol=1e-13)
+        np.testing.assert_allclose(values["fb"][t], np.sum(np.sqrt(X[S].sum(0))), rtol=1e-13)
         np.testing.assert_allclose(
-            float(sc.value(S)), np.sum(np.minimum(X[S].sum(0), 1.5)), rtol=1e-13
+            values["sc"][t], np.sum(np.minimum(X[S].sum(0), 1.5)), rtol=1e-13
         )
 
 
