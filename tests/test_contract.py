@@ -38,6 +38,7 @@ FAMILIES = (
     "regret",
     "second_order",
     "distributed",
+    "submodular",
 )
 
 REGISTRY = [
