@@ -113,7 +113,7 @@ class DSADMMState(NamedTuple):
 
 
 class DSADMMInfo(NamedTuple):
-    """Per-step diagonstics: ``residual`` is $\\|Au - Bv\\| / \\sqrt n$ after the step."""
+    """Per-step diagnostics: ``residual`` is $\\|Au - Bv\\| / \\sqrt n$ after the step."""
 
     residual: jax.Array
 
