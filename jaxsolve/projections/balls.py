@@ -23,7 +23,8 @@ def l1_ball(x: Float[Array, " ..."], r: float | jax.Array = 1.0) -> Float[Array,
     its closed-form threshold).
 
     Args:
-        x: point to project (the norm runs over all entries).
+        x: point to project (the norm runs over all entries; infinite entries give
+            the limit, ``r`` spread evenly over them with their signs).
         r: radius, ``r >= 0`` (``ValueError`` for a negative radius).
     """
     x = as_point("x", x)
@@ -44,7 +45,8 @@ def l2_ball(x: Float[Array, " ..."], r: float | jax.Array = 1.0) -> Float[Array,
     (never NaN).
 
     Args:
-        x: point to project (the norm runs over all entries).
+        x: point to project (the norm runs over all entries; infinite entries give
+            the limit, ``r`` spread evenly over them with their signs).
         r: radius, ``r >= 0`` (``ValueError`` for a negative radius).
     """
     x = as_point("x", x)
@@ -53,4 +55,9 @@ def l2_ball(x: Float[Array, " ..."], r: float | jax.Array = 1.0) -> Float[Array,
     sq = jnp.sum(x * x)
     outside = sq > r * r
     norm = jnp.sqrt(jnp.where(outside, sq, 1))
-    return jnp.where(outside, x * (r / norm), x)
+    # infinite entries: the limit direction is that of the infinite entries alone
+    # (x * r / inf would be NaN where it is infinite)
+    big = jnp.isinf(x)
+    n_big = jnp.sum(big)
+    at_inf = jnp.where(big, jnp.sign(x) * r / jnp.sqrt(jnp.maximum(n_big, 1)).astype(x.dtype), 0)
+    return jnp.where(n_big > 0, at_inf.astype(x.dtype), jnp.where(outside, x * (r / norm), x))

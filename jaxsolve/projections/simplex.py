@@ -28,6 +28,16 @@ __all__ = ["simplex", "capped_simplex"]
 
 
 def _simplex_flat(v: jax.Array, s: jax.Array) -> jax.Array:
+    # +inf entries: the projection's limit puts the whole mass s on them, split evenly
+    # (the sort below would give inf - inf = NaN and then all zeros, off the simplex)
+    pinf = v == jnp.inf
+    n_inf = jnp.sum(pinf)
+    out = _simplex_finite(jnp.where(pinf, 0.0, v).astype(v.dtype), s)
+    at_inf = jnp.where(pinf, s / jnp.maximum(n_inf, 1).astype(v.dtype), 0.0).astype(v.dtype)
+    return jnp.where(n_inf > 0, at_inf, out)
+
+
+def _simplex_finite(v: jax.Array, s: jax.Array) -> jax.Array:
     # 1. identify the support with the sort-based threshold (not differentiated).
     u = jnp.sort(sg(v))[::-1]
     css = jnp.cumsum(u) - sg(s)
@@ -55,7 +65,8 @@ def simplex(x: Float[Array, " ..."], s: float | jax.Array = 1.0) -> Float[Array,
 
     Args:
         x: point to project; the constraint sums over all entries (use ``jax.vmap`` for
-            a batch of vectors).
+            a batch of vectors). ``+inf`` entries share the mass ``s`` evenly (the
+            limit of the projection), ``-inf`` entries get 0; NaN propagates.
         s: the simplex's total, ``s >= 0`` (``s = 0`` gives the point ``0``).
 
     Returns:
@@ -65,6 +76,17 @@ def simplex(x: Float[Array, " ..."], s: float | jax.Array = 1.0) -> Float[Array,
     s = as_param("s", s, x)
     check_nonneg("s", s)
     return _simplex_flat(x.ravel(), s).reshape(x.shape)
+
+
+def _finite_stand_in(v, k):
+    """``v`` with ``+-inf`` replaced by ``+-(2 max|finite| + 2|k| + 2)``: the projection onto
+    a set with unit caps does not change past that (an entry that far above the others is
+    at its cap, or shares the total evenly with the other infinite ones), so the result is
+    the limit of the projection; the bisection on inf would give a point off the set."""
+    fin = jnp.isfinite(v)
+    big = 2.0 * jnp.max(jnp.where(fin, jnp.abs(v), 0.0)) + 2.0 * jnp.abs(k) + 2.0
+    big = sg(big).astype(v.dtype)
+    return jnp.where(v == jnp.inf, big, jnp.where(v == -jnp.inf, -big, v))
 
 
 def capped_simplex(x: Float[Array, " ..."], k: float | jax.Array) -> Float[Array, " ..."]:
@@ -90,7 +112,7 @@ def capped_simplex(x: Float[Array, " ..."], k: float | jax.Array) -> Float[Array
         raise ValueError(
             f"k must satisfy 0 <= k <= x.size = {x.size} (the capped simplex is empty), got {float(k)}"
         )
-    v = x.ravel()
+    v = _finite_stand_in(x.ravel(), k)
     one = jnp.ones_like(v)
     out, _ = threshold(v, one, jnp.zeros_like(v), one, k[None], nonneg=False)
     return out.reshape(x.shape)
