@@ -1,0 +1,109 @@
+r"""Choosing anchor items: k-means over item vectors, random anchors, and swaps.
+
+SparseEval's initialization clusters the *items*: item $j$ is the vector of the
+training models' answers mapped to $\pm 1$, $v_j = (2 Y_{:,j} - 1) / \|2 Y_{:,j} - 1\|$
+(cosine geometry), $K$ centroids by Lloyd's k-means from a k-means++ start, and the
+anchor of a cluster is the item nearest its centroid. Two clusters may pick the
+same item; the duplicates are replaced by unused items in a random order. Each
+cluster's share of the items is its weight in the "anchor points" baseline.
+
+Everything works at a fixed width ``k_max`` with the first ``k`` slots active (``k``
+may be traced), so several anchor counts share one compiled program.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+
+__all__ = ["item_vectors", "kmeans_anchors", "random_anchors", "fill_duplicates"]
+
+
+def item_vectors(Y):
+    """Columns of ``2 Y - 1``, unit-normalized: ``(n_items, n_models)``."""
+    V = (2 * Y - 1).T
+    n = jnp.linalg.norm(V, axis=1, keepdims=True)
+    return V / jnp.where(n > 0, n, 1)
+
+
+def fill_duplicates(anchors, active, n_items: int, key):
+    """Replace repeated anchors (and inactive slots' picks) by unused items, randomly.
+
+    Returns ``anchors`` with distinct entries in the active slots.
+    """
+    k_max = anchors.shape[0]
+    order = jnp.arange(k_max)
+    same = (anchors[:, None] == anchors[None, :]) & (order[None, :] < order[:, None])
+    dup = jnp.any(same & active[None, :], axis=1) & active
+    taken = jnp.zeros(n_items, bool).at[anchors].max(active & ~dup)
+    # unused items in a random order; the j-th duplicate takes the j-th of them
+    pri = jnp.where(taken, jnp.inf, jax.random.uniform(key, (n_items,)))
+    spare = jnp.argsort(pri)
+    rank = jnp.cumsum(dup) - 1
+    return jnp.where(dup, spare[jnp.clip(rank, 0, n_items - 1)], anchors)
+
+
+def _kmeans_pp(key, V, k, k_max):
+    n = V.shape[0]
+    k0, key = jax.random.split(key)
+    first = jax.random.randint(k0, (), 0, n)
+    C = jnp.zeros((k_max, V.shape[1]), V.dtype).at[0].set(V[first])
+    d2 = jnp.sum((V - V[first]) ** 2, axis=1)
+
+    def pick(i, carry):
+        C, d2, key = carry
+        key, sub = jax.random.split(key)
+        p = jnp.where(jnp.sum(d2) > 0, d2 / jnp.sum(d2), jnp.full_like(d2, 1 / n))
+        j = jax.random.choice(sub, n, p=p)
+        new = jnp.where(i < k, 1.0, 0.0)
+        C = C.at[i].set(V[j] * new + C[i] * (1 - new))
+        d2 = jnp.where(i < k, jnp.minimum(d2, jnp.sum((V - V[j]) ** 2, axis=1)), d2)
+        return C, d2, key
+
+    C, _, _ = jax.lax.fori_loop(1, k_max, pick, (C, d2, key))
+    return C
+
+
+def kmeans_anchors(Y, k, key, *, k_max: int | None = None, iters: int = 50):
+    """K-means anchors of the item vectors of ``Y`` (train models x items).
+
+    Returns ``(anchors, weights)``: ``(k_max,)`` item indices (the first ``k`` active)
+    and each anchor's cluster share of the items (sums to 1 over the active slots).
+    """
+    k_max = int(k if k_max is None else k_max)
+    return _kmeans_anchors(Y, k, key, k_max=k_max, iters=int(iters))
+
+
+@partial(jax.jit, static_argnames=("k_max", "iters"))
+def _kmeans_anchors(Y, k, key, *, k_max, iters):
+    V = item_vectors(Y)
+    n = V.shape[0]
+    kc, kf = jax.random.split(key)
+    active = jnp.arange(k_max) < k
+    C = _kmeans_pp(kc, V, k, k_max)
+
+    def assign(C):
+        d = jnp.sum(V**2, 1)[:, None] - 2 * V @ C.T + jnp.sum(C**2, 1)[None, :]
+        return jnp.argmin(jnp.where(active[None, :], d, jnp.inf), axis=1), d
+
+    def lloyd(C, _):
+        lab, _ = assign(C)
+        onehot = jax.nn.one_hot(lab, k_max, dtype=V.dtype)
+        cnt = onehot.sum(0)
+        newC = (onehot.T @ V) / jnp.where(cnt > 0, cnt, 1)[:, None]
+        return jnp.where((cnt > 0)[:, None], newC, C), None
+
+    C, _ = jax.lax.scan(lloyd, C, None, length=iters)
+    lab, d = assign(C)
+    anchors = jnp.argmin(d, axis=0)  # the item nearest each centroid
+    anchors = fill_duplicates(anchors, active, n, kf)
+    counts = jax.nn.one_hot(lab, k_max, dtype=V.dtype).sum(0) * active
+    return anchors, counts / jnp.sum(counts)
+
+
+def random_anchors(n_items: int, k, key, *, k_max: int | None = None):
+    """``k`` distinct items uniformly at random (padded to ``k_max``)."""
+    k_max = int(k if k_max is None else k_max)
+    return jax.random.permutation(key, n_items)[:k_max]

@@ -1,0 +1,115 @@
+r"""Baselines SparseEval is measured against: anchor means, anchor points, linear weights, 2PL IRT.
+
+All take the training models' answers ``Y`` (models x items) and return the anchors
+and a ``predict(answers_on_anchors) -> accuracies`` function, so the comparison
+runs on the same split.
+
+* `random_mean`: $K$ random items, the accuracy estimate is the mean of the
+  answers on them (an unbiased estimate with binomial noise).
+* `anchor_points` (Vivek et al., "Anchor Points: Benchmarking Models with Much
+  Fewer Examples", 2023): k-means anchors weighted by their cluster's share of
+  the items.
+* `linear_weights`: anchors fixed, weights $w$ and offset $c$ of
+  $\hat y = X w + c$ fitted by Adam on the training MSE (the reference code's
+  linear variant).
+* `irt`: a multidimensional 2PL model $P(Y_{mj}=1) = \sigma(a_j^\top\theta_m - b_j)$
+  fitted to the training models by maximum a posteriori (standard normal priors on
+  $\theta$, $\log a$ and $b$, Adam); a new model's $\theta$ is its MAP estimate from
+  its anchor answers, and its accuracy the p-IRT combination (Polo et al.,
+  "tinyBenchmarks", 2024) of what was observed and what the model predicts for the
+  rest: $\hat y = \frac{K}{N}\bar X + (1 - \frac KN)\,\frac{1}{N-K}\sum_{j \notin A}
+  \sigma(a_j^\top\hat\theta - b_j)$.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from jaxsolve.evaluation.anchors import kmeans_anchors, random_anchors
+
+__all__ = ["Baseline", "random_mean", "anchor_points", "linear_weights", "irt"]
+
+
+class Baseline(NamedTuple):
+    """``anchors`` ``(K,)`` and ``predict(X) -> (n,)`` from answers ``X`` ``(n, K)``."""
+
+    anchors: jax.Array
+    predict: Callable
+
+
+def random_mean(Y, K: int, key) -> Baseline:
+    """``K`` random anchors; the estimate is the mean answer on them."""
+    anchors = random_anchors(Y.shape[1], K, key)
+    return Baseline(anchors, lambda X: jnp.mean(X, axis=1))
+
+
+def anchor_points(Y, K: int, key) -> Baseline:
+    """K-means anchors, each weighted by its cluster's share of the items."""
+    anchors, w = kmeans_anchors(Y, K, key)
+    return Baseline(anchors, lambda X: X @ w)
+
+
+def _adam(loss, params, steps: int, lr):
+    opt = optax.adam(lr)
+
+    def step(c, _):
+        p, s = c
+        g = jax.grad(loss)(p)
+        u, s = opt.update(g, s, p)
+        return (optax.apply_updates(p, u), s), None
+
+    return jax.lax.scan(step, (params, opt.init(params)), None, length=steps)[0][0]
+
+
+def linear_weights(Y, K: int, key, *, steps: int = 2000, lr: float = 1e-2) -> Baseline:
+    """K-means anchors with weights and offset fitted by Adam on the training MSE."""
+    anchors, w0 = kmeans_anchors(Y, K, key)
+    X, y = Y[:, anchors], Y.mean(axis=1)
+    loss = lambda p: jnp.mean((X @ p[0] + p[1] - y) ** 2)  # noqa: E731
+    w, c = jax.jit(lambda p: _adam(loss, p, steps, lr))((w0, jnp.zeros((), Y.dtype)))
+    return Baseline(anchors, lambda Xn: Xn @ w + c)
+
+
+def _loglik(Y, theta, a, b):
+    z = theta @ a.T - b
+    return jnp.sum(Y * jax.nn.log_sigmoid(z) + (1 - Y) * jax.nn.log_sigmoid(-z))
+
+
+def irt(
+    Y, K: int, key, *, dim: int = 2, steps: int = 2000, lr: float = 0.05, theta_steps: int = 200
+) -> Baseline:
+    """2PL IRT (``dim`` latent dimensions) fitted by MAP; p-IRT estimates from K-means anchors."""
+    n_models, n_items = Y.shape
+    ka, kt, kl = jax.random.split(key, 3)
+    anchors, _ = kmeans_anchors(Y, K, ka)
+    dtype = Y.dtype
+
+    def neg_post(p):
+        theta, log_a, b = p
+        prior = jnp.sum(theta**2) + jnp.sum(log_a**2) + jnp.sum(b**2)
+        return (-_loglik(Y, theta, jnp.exp(log_a), b) + 0.5 * prior) / n_models
+
+    init = (
+        0.1 * jax.random.normal(kt, (n_models, dim), dtype),
+        0.1 * jax.random.normal(kl, (n_items, dim), dtype),
+        jnp.zeros(n_items, dtype),
+    )
+    _, log_a, b = jax.jit(lambda p: _adam(neg_post, p, steps, lr))(init)
+    a = jnp.exp(log_a)
+    aA, bA = a[anchors], b[anchors]
+    rest = jnp.ones(n_items, bool).at[anchors].set(False)
+    frac = K / n_items
+
+    def one(x):
+        loss = lambda t: -_loglik(x[None, :], t[None, :], aA, bA) + 0.5 * jnp.sum(t**2)  # noqa: E731
+        t = _adam(loss, jnp.zeros(dim, dtype), theta_steps, 0.1)
+        p = jax.nn.sigmoid(a @ t - b)
+        return frac * jnp.mean(x) + (1 - frac) * jnp.sum(jnp.where(rest, p, 0)) / jnp.sum(rest)
+
+    predict = jax.jit(jax.vmap(one))
+    return Baseline(anchors, predict)

@@ -1,0 +1,50 @@
+r"""How well estimated accuracies match the true ones: MAE, Kendall's $\tau_b$, interval coverage.
+
+Kendall's $\tau_b$ (the variant ``scipy.stats.kendalltau`` computes by default, which
+corrects for ties: true accuracies on $N$ items take only $N + 1$ values) over all
+$\binom{n}{2}$ pairs:
+
+$$
+\tau_b = \frac{n_c - n_d}{\sqrt{(n_0 - t_x)(n_0 - t_y)}},
+$$
+
+$n_c$ / $n_d$ the concordant / discordant pairs, $n_0$ all pairs, $t_x$, $t_y$ the
+pairs tied in each ranking. $O(n^2)$ memory: meant for the few hundred test models
+of a benchmark split.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+__all__ = ["mae", "kendall_tau", "coverage"]
+
+
+def mae(pred, true):
+    """Mean absolute error (accuracy units; tables report it x100 as points)."""
+    return jnp.mean(jnp.abs(jnp.asarray(pred) - jnp.asarray(true)))
+
+
+def kendall_tau(x, y, weights=None):
+    r"""Kendall's $\tau_b$ between two score vectors (ties handled as SciPy does).
+
+    ``weights`` (0/1 per entry) restricts the pairs to entries with weight 1, so a
+    padded vector can be scored without changing shapes.
+    """
+    x, y = jnp.asarray(x), jnp.asarray(y)
+    w = jnp.ones_like(x) if weights is None else jnp.asarray(weights, x.dtype)
+    pair = jnp.triu(w[:, None] * w[None, :], k=1)
+    sx = jnp.sign(x[:, None] - x[None, :])
+    sy = jnp.sign(y[:, None] - y[None, :])
+    n0 = jnp.sum(pair)
+    concord = jnp.sum(pair * sx * sy)
+    tx = jnp.sum(pair * (sx == 0))
+    ty = jnp.sum(pair * (sy == 0))
+    denom = jnp.sqrt((n0 - tx) * (n0 - ty))
+    return jnp.where(denom > 0, concord / jnp.where(denom > 0, denom, 1), jnp.nan)
+
+
+def coverage(lower, upper, true):
+    """Fraction of entries with ``lower <= true <= upper``."""
+    true = jnp.asarray(true)
+    return jnp.mean((jnp.asarray(lower) <= true) & (true <= jnp.asarray(upper)))
