@@ -38,7 +38,7 @@ jax.config.update("jax_enable_x64", True)
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from _util import compile_and_steady, write_results  # noqa: E402
+from _util import write_results  # noqa: E402
 from jax.experimental import sparse  # noqa: E402
 
 import jaxsolve  # noqa: E402
@@ -95,6 +95,20 @@ def coverage_value(P: sps.csr_matrix, S) -> float:
     S = np.asarray(S, bool)
     logs = np.asarray((-P[S]).log1p().sum(axis=0)).ravel() if S.any() else np.zeros(P.shape[1])
     return float(np.sum(-np.expm1(logs)))
+
+
+def compile_and_best(fn, repeat: int = 3):
+    """(out, best steady seconds, compile seconds): the first call minus the best of
+    `repeat` (the minimum: the least noisy statistic on a shared machine, as the peers')."""
+    t0 = time.perf_counter()
+    out = jax.block_until_ready(fn())
+    first = time.perf_counter() - t0
+    best = np.inf
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = jax.block_until_ready(fn())
+        best = min(best, time.perf_counter() - t0)
+    return out, best, max(first - best, 0.0)
 
 
 def as_mask(n, idx):
@@ -181,8 +195,9 @@ def cardinality_vs_peers(n: int, ks, lines: list[str], quick: bool = False) -> N
     lines += [
         f"## 2. Cardinality: probabilistic coverage, n = {n}, vs submodlib",
         "",
-        "Times in seconds; ours = maximize (AAPGA + rounding), steady state, compile apart; "
-        "submodlib: best of 2 per optimizer; ratio = ours / submodlib's fastest greedy.",
+        "Times in seconds; ours = maximize (AAPGA + rounding), best of 3 after the compiling "
+        "call (compile apart); submodlib: best of 2 per optimizer; ratio = ours / submodlib's "
+        "fastest greedy. Shared 2-core machine: times vary by up to 2x between runs.",
         "",
         "| graph | k | ours value | LazyGreedy value | value ratio | our lazy greedy value | "
         "ours s | compile s | steps | Lazy s | LazierThanLazy s | Stochastic s | "
@@ -196,7 +211,7 @@ def cardinality_vs_peers(n: int, ks, lines: list[str], quick: bool = False) -> N
         cross = None
         for k in ks:
             c = sm.cardinality(k)
-            res, steady, compile_s = compile_and_steady(ours_maximize(f, c), repeat=3)
+            res, steady, compile_s = compile_and_best(ours_maximize(f, c), repeat=3)
             ours = coverage_value(P, res.selected)
             peers = submodlib_runs(fn, n, k)
             lazy_val = coverage_value(P, peers["LazyGreedy"][1])
@@ -238,7 +253,7 @@ def knapsack_vs_apricot(n: int, budget: float, lines: list[str]) -> None:
     f = scm_of(P)
     costs = np.random.default_rng(3).uniform(0.5, 2.0, n)
     c = sm.knapsack(jnp.asarray(costs), budget)
-    res, steady, compile_s = compile_and_steady(ours_maximize(f, c), repeat=3)
+    res, steady, compile_s = compile_and_best(ours_maximize(f, c), repeat=3)
     ours = coverage_value(P, res.selected)
     cb = sm.cost_benefit_greedy(f, c)
     lines += [
@@ -304,7 +319,7 @@ def partition_vs_numpy(n: int, lines: list[str]) -> None:
     groups = np.arange(n) % 10
     caps = np.full(10, 5.0)
     c = sm.partition_matroid(jnp.asarray(groups), jnp.asarray(caps))
-    res, steady, compile_s = compile_and_steady(ours_maximize(f, c), repeat=3)
+    res, steady, compile_s = compile_and_best(ours_maximize(f, c), repeat=3)
     ours = coverage_value(P, res.selected)
     t0 = time.perf_counter()
     S = numpy_partition_greedy(P, groups, caps)
