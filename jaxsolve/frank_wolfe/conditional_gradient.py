@@ -21,6 +21,9 @@ The active set (vertices and convex weights) lives in fixed-capacity arrays
 (``capacity`` rows of the flattened iterate), so the whole method jits and vmaps;
 ``x0`` is its first atom (any feasible point). If a new vertex arrives when all
 slots are used, the solver stops with ``Status.BREAKDOWN`` (raise ``capacity``).
+
+``x0`` must lie in ``C``: it is checked (``LMO.violation(x0) <= 10 sqrt(eps) (1 +
+max|x0|)``), not projected; an infeasible or non-finite start ends ``BREAKDOWN`` at once.
 """
 
 from __future__ import annotations
@@ -83,9 +86,30 @@ def _evaluate(fun, lmo, x, args):
     return f, g, v, gap
 
 
+def _start_status(lmo, x0, variant):
+    """``SUCCESS`` when ``x0`` lies in the set, else ``BREAKDOWN``: Frank-Wolfe keeps its
+    iterates in ``C`` only as convex combinations of a feasible start and vertices, and
+    its certified gap is a bound only there (an infeasible start gave SUCCESS with an
+    infeasible ``x`` and a gap of 0 or below). The start is checked, not projected;
+    an LMO without a membership test (``LMO.violation`` is ``None``) is not checked."""
+    viol = lmo.violation(x0)
+    if viol is None:
+        return jnp.int32(Status.SUCCESS)
+    flat, _ = ravel_pytree(x0)
+    thr = 10.0 * jnp.sqrt(jnp.finfo(flat.dtype).eps) * (1.0 + jnp.max(jnp.abs(flat)))
+    ok = viol <= thr  # NaN: not ok
+    return jnp.where(ok, jnp.int32(Status.SUCCESS), jnp.int32(Status.BREAKDOWN)).astype(jnp.int32)
+
+
 def _init(x0, args, *, hp, fun, lmo, variant, rule, capacity):
     step = rule
-    f, g, v, gap = _evaluate(fun, lmo, x0, args)
+    try:
+        f, g, v, gap = _evaluate(fun, lmo, x0, args)
+    except (TypeError, ValueError) as err:
+        shapes = jax.tree.map(jnp.shape, x0)
+        raise ValueError(
+            f"x0 (shapes {shapes}) does not fit fun(x, args) or the LMO: {err}"
+        ) from err
     dtype = jnp.result_type(f)
     flat, _ = ravel_pytree(x0)
     cap = capacity if variant != "vanilla" else 1
@@ -111,7 +135,7 @@ def _init(x0, args, *, hp, fun, lmo, variant, rule, capacity):
         x=x0,
         iter_num=jnp.int32(0),
         error=(f - lower).astype(dtype),
-        status=jnp.int32(Status.SUCCESS),
+        status=_start_status(lmo, x0, variant),
         value=f,
         grad=g,
         vertex=v,

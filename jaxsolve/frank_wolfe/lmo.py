@@ -63,6 +63,12 @@ class LMO:
     def __call__(self, g):
         return self._fn(g, **self.params)
 
+    def violation(self, x):
+        """How far ``x`` is outside ``C`` (0 inside; a real scalar), or ``None`` for a
+        set without a membership test (a user-built LMO)."""
+        fn = _VIOLATIONS.get(self.name)
+        return None if fn is None else fn(x, **self.params)
+
     def __eq__(self, other):
         if not isinstance(other, LMO) or self.name != other.name or self._fn is not other._fn:
             return False
@@ -398,3 +404,80 @@ def product(blocks) -> LMO:
         lmos=tuple(lmos),
         treedef=treedef,
     )
+
+
+# ---------------------------------------------------------------- membership
+
+
+def _pos(v):
+    return jnp.maximum(v, 0.0)
+
+
+def _neg_part(x):
+    return jnp.max(_pos(-jnp.asarray(x)), initial=0.0)
+
+
+def _viol_simplex(x, *, radius):
+    x = jnp.asarray(x)
+    return jnp.maximum(jnp.abs(jnp.sum(x) - radius), _neg_part(x))
+
+
+def _viol_unit_simplex(x, *, radius):
+    x = jnp.asarray(x)
+    return jnp.maximum(_pos(jnp.sum(x) - radius), _neg_part(x))
+
+
+def _viol_box(x, *, lower, upper):
+    x = jnp.asarray(x)
+    return jnp.max(_pos(x - upper) + _pos(lower - x), initial=0.0)
+
+
+def _viol_k_sparse(x, *, k, radius):
+    x = jnp.asarray(x)
+    return jnp.maximum(_pos(jnp.max(jnp.abs(x)) - radius), _pos(jnp.sum(jnp.abs(x)) - k * radius))
+
+
+def _viol_hypersimplex(x, *, k, radius):
+    x = jnp.asarray(x)
+    k = min(k, x.size)
+    return jnp.maximum(jnp.abs(jnp.sum(x) - k * radius), _viol_box(x, lower=0.0, upper=radius))
+
+
+def _viol_knapsack(x, *, weights, budget, upper):
+    x = jnp.asarray(x).reshape(-1)
+    w = jnp.asarray(weights, x.dtype)
+    return jnp.maximum(_pos(w @ x - budget), _viol_box(x, lower=0.0, upper=jnp.asarray(upper)))
+
+
+def _viol_nuclear(x, *, radius, steps, method):
+    return _pos(jnp.sum(jnp.linalg.svd(jnp.asarray(x), compute_uv=False)) - radius)
+
+
+def _viol_spectraplex(x, *, radius, steps, method):
+    x = jnp.asarray(x)
+    lam = jnp.linalg.eigvalsh(0.5 * (x + x.T))
+    asym = jnp.max(jnp.abs(x - x.T))
+    return jnp.maximum(jnp.maximum(jnp.abs(jnp.trace(x) - radius), _pos(-lam[0])), asym)
+
+
+def _viol_product(x, *, lmos, treedef):
+    parts = [o.violation(xi) for o, xi in zip(lmos, treedef.flatten_up_to(x), strict=True)]
+    if any(p is None for p in parts):
+        return None
+    return jnp.max(jnp.stack([jnp.asarray(p) for p in parts]))
+
+
+_VIOLATIONS = {
+    "probability_simplex": _viol_simplex,
+    "unit_simplex": _viol_unit_simplex,
+    "l1_ball": lambda x, *, radius: _pos(jnp.sum(jnp.abs(jnp.asarray(x))) - radius),
+    "l2_ball": lambda x, *, radius: _pos(jnp.linalg.norm(jnp.asarray(x).ravel()) - radius),
+    "linf_ball": lambda x, *, radius: _pos(jnp.max(jnp.abs(jnp.asarray(x))) - radius),
+    "box": _viol_box,
+    "k_sparse": _viol_k_sparse,
+    "hypersimplex": _viol_hypersimplex,
+    "knapsack": _viol_knapsack,
+    "nuclear_ball": _viol_nuclear,
+    "spectraplex": _viol_spectraplex,
+    "product": _viol_product,
+}

@@ -34,7 +34,8 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxsolve.core import Solver, Status, make_solver
+from jaxsolve.core import Solver, make_solver
+from jaxsolve.frank_wolfe.conditional_gradient import _start_status
 
 __all__ = ["optimistic_frank_wolfe", "OptimisticState"]
 
@@ -72,7 +73,7 @@ def _init(x0, args, *, hp, fun, lmo):
         x=x0,
         iter_num=jnp.int32(0),
         error=gap.astype(dtype),
-        status=jnp.int32(Status.SUCCESS),
+        status=_start_status(lmo, x0, "vanilla"),
         value=f,
         grad=g,
         agg_grad=g,
@@ -126,6 +127,9 @@ def optimistic_frank_wolfe(fun: Callable, lmo: Callable) -> Solver:
     gives a lower bound on :math:`f^\star` (see the module docstring for the derivation).
     ``state.error`` is the certified gap :math:`f(x_t) - \max_s L_s \ge f(x_t) - f^\star`
     (for convex ``fun`` and an exact oracle). No step-size parameter and no :math:`L`.
+
+    ``x0`` must lie in ``C``: it is checked (``LMO.violation``), not projected; an
+    infeasible or non-finite start ends ``BREAKDOWN`` at once.
     """
     if not callable(fun):
         raise TypeError("fun must be callable: fun(x, args) -> scalar")
