@@ -27,7 +27,7 @@ transfer tests: anchors chosen on some families, evaluated on another.
 from __future__ import annotations
 
 import pathlib
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -65,13 +65,14 @@ def synthetic_benchmark(
     family_spread: float = 1.0,
     a_scale: float = 1.0,
     b_scale: float = 1.0,
-    dtype=jnp.float32,
+    dtype: Any = jnp.float32,
 ) -> Benchmark:
     """Draw a multidimensional 2PL benchmark (see the module docstring).
 
     Args:
         key: a ``jax.random`` key.
-        n_models, n_items: matrix shape.
+        n_models: rows of the matrix.
+        n_items: columns of the matrix.
         dim: latent dimension of abilities and discriminations.
         n_families: model families (clusters of abilities); models are split evenly.
         family_spread: standard deviation of the family means.

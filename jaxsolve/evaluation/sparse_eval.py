@@ -304,6 +304,7 @@ def sparse_eval(
     init: str = "kmeans",
     alpha: float = 0.1,
     split_key: jax.Array | None = None,
+    split: tuple | None = None,
 ) -> SparseEvalResult:
     r"""Select ``K`` anchors of the correctness matrix ``Y`` and fit the accuracy predictor.
 
@@ -320,12 +321,20 @@ def sparse_eval(
         init: ``"kmeans"`` (default) or ``"random"`` initial anchors.
         alpha: miscoverage of the intervals (0.1 gives 90% intervals).
         split_key: key of the train/validation/test split (default: derived from ``key``).
+        split: an explicit ``(train, val, test)`` triple of model indices instead (for
+            transfer tests: test models from a family no training model is from).
 
     Defaults are the reference code's. Returns a `SparseEvalResult`.
     """
     cfg = _config(rounds, epochs, final_epochs, check_every, patience, hidden, dropout, init, alpha)
     split_key = jax.random.fold_in(key, 0) if split_key is None else split_key
-    Y, y, split = _prepare(Y, (K,), n_test, n_val, split_key)
+    if split is None:
+        Y, y, split = _prepare(Y, (K,), n_test, n_val, split_key)
+    else:
+        split = tuple(np.asarray(s, np.int64) for s in split)
+        if len(split) != 3 or min(len(s) for s in split) < 1 or len(split[0]) < 2:
+            raise ValueError("split must be (train, val, test) index arrays, train of 2 or more")
+        Y, y, _ = _prepare(Y, (K,), 1, 1, split_key)
     tr, va, te = (jnp.asarray(s) for s in split)
     anchors, params, scale, diag = _pipeline_jit(
         Y, y, tr, va, te, jnp.int32(K), key, jnp.asarray(lr, Y.dtype), k_max=int(K), cfg=cfg
