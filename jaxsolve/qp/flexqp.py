@@ -61,6 +61,7 @@ class Scaled(NamedTuple):
     eq: jax.Array  # bool: equality rows
     free: jax.Array  # bool: rows with both bounds infinite
     sigma: jax.Array  # the x-update's proximal weight (K(rho) = P + sigma I + A' R A)
+    anorm: jax.Array  # ||a_i||_inf of each row of the user's A (the row's own scale)
 
 
 class FlexQPState(NamedTuple):
@@ -319,7 +320,12 @@ def _prepare(qp: QP, hp, scaling_iters):
     ls, us = E * l, E * u
     eq = jnp.isfinite(l) & jnp.isfinite(u) & (jnp.abs(u - l) <= 1e-4 * jnp.maximum(1.0, jnp.abs(u)))
     free = ~jnp.isfinite(l) & ~jnp.isfinite(u)
-    return Scaled(Ps, qs, As, ls, us, D, E, c, l, u, eq, free, _sigma(hp, dtype))
+    anorm = jax.lax.stop_gradient(_amax_rows(A))
+    return Scaled(Ps, qs, As, ls, us, D, E, c, l, u, eq, free, _sigma(hp, dtype), anorm)
+
+
+def _amax_rows(A):
+    return jnp.max(jnp.abs(A), axis=-1, initial=0.0)
 
 
 class _Res(NamedTuple):
@@ -370,8 +376,14 @@ def _residuals(d: Scaled, x, z, y, pending_on):
         ),
         gap,
     )
+    # Each row also against its own scale (||a_i|| ||x||, |a_i'x|, |z_i|): relative to
+    # the largest row alone, a row scaled by 1e8 would hide another row's violation
+    # (issue 23: SUCCESS with a row violated by 0.02). SUCCESS means every row of the
+    # problem as given meets tol relative to its own size.
+    row = 1.0 + jnp.maximum(jnp.maximum(jnp.abs(Ax_u), jnp.abs(z_u)), d.anorm * _amax(d.D * x))
+    kkt = jnp.maximum(kkt, _amax(jnp.abs(Ax_u - z_u) / row))
     sat_abs = _amax(_dist(z_u, d.lo, d.up))
-    sat = sat_abs / (1.0 + _amax(z_u))
+    sat = jnp.maximum(sat_abs / (1.0 + _amax(z_u)), _amax(_dist(z_u, d.lo, d.up) / row))
     error = jnp.maximum(kkt, jnp.where(pending_on, sat, 0.0))
     rp = _amax(Ax - z)
     rd = _amax(Px + d.q + Aty)
@@ -391,6 +403,17 @@ def _mu_vec(d: Scaled, level):
 
 def _unscale(d: Scaled, xs, zs, ys):
     return d.D * xs, zs / d.E, d.E * ys / d.c
+
+
+def _psd(P):
+    """Whether ``P`` is positive semidefinite up to rounding (Cholesky of ``P`` shifted by
+    ``sqrt(eps) (1 + max|P|)``, as :func:`jaxsolve.qp.problem.validate_qp` checks a
+    concrete ``P``): under tracing an indefinite ``P`` stops the run at once with
+    ``BREAKDOWN`` (FlexQP is a convex method; its stationary point is no minimum)."""
+    P = jax.lax.stop_gradient(P)
+    shift = jnp.sqrt(jnp.finfo(P.dtype).eps) * (1.0 + _amax(P))
+    L = jnp.linalg.cholesky(P + shift * jnp.eye(P.shape[-1], dtype=P.dtype))
+    return jnp.all(jnp.isfinite(L))
 
 
 def _init(x0, qp: QP, *, hp, scaling_iters, kkt_inverse):
@@ -419,7 +442,9 @@ def _init(x0, qp: QP, *, hp, scaling_iters, kkt_inverse):
         x=x,
         iter_num=jnp.int32(0),
         error=res.error,
-        status=jnp.int32(Status.SUCCESS),
+        status=jnp.where(_psd(qp.P), jnp.int32(Status.SUCCESS), jnp.int32(Status.BREAKDOWN)).astype(
+            jnp.int32
+        ),
         y=y,
         z=z,
         viol=_violation(d, res.Ax),

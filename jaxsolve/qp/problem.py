@@ -143,7 +143,18 @@ def validate_qp(qp: QP, *, batched: bool | None = None) -> QP:
     if not isinstance(qp, QP):
         raise TypeError(f"qp must be a jaxsolve.qp.QP, got {type(qp).__name__}")
     for name, leaf in zip(QP._fields, qp, strict=True):
+        if leaf is None:
+            raise TypeError(
+                f"{name} is None: a QP needs all of P, q, A, l, u as arrays (no constraints: "
+                "A = zeros((0, n)), l = u = zeros(0); or QP.from_standard_form)"
+            )
         check_floating(name, leaf)
+        if jnp.result_type(leaf) in (jnp.bfloat16, jnp.float16):
+            raise TypeError(
+                f"{name} has dtype {jnp.result_type(leaf)}: FlexQP factorizes with LAPACK, "
+                "which runs in float32/float64 only; convert the QP with "
+                "jax.tree.map(lambda v: v.astype(jnp.float32), qp)"
+            )
     dtypes = {jnp.result_type(v) for v in qp}
     if len(dtypes) > 1:
         raise TypeError(f"P, q, A, l, u must share one dtype, got {sorted(map(str, dtypes))}")
@@ -158,6 +169,24 @@ def validate_qp(qp: QP, *, batched: bool | None = None) -> QP:
     m = l.shape[-1] if l.ndim else -1
     if n == 0:
         raise ValueError("q is empty: the QP has no variables")
+    if lead == 1 and q.shape[0] == 0:
+        raise ValueError("q has an empty batch axis (shape (0, n)): the batch holds no QP")
+    # name the argument that disagrees with the others: P square of order n_P, q of
+    # length n (a wrong-length q is reported as q, not as a wrong P)
+    if P.ndim == lead + 2 and P.shape[-1] == P.shape[-2] and P.shape[-1] != n:
+        raise ValueError(
+            f"q must have shape {(*bshape, P.shape[-1])} (n={P.shape[-1]} from P), got {q.shape}"
+        )
+    if (
+        A.ndim == lead + 2
+        and A.shape[-1] == n
+        and l.shape == u.shape
+        and l.ndim == lead + 1
+        and l.shape[-1] != A.shape[-2]
+    ):
+        raise ValueError(
+            f"l and u must have {A.shape[-2]} entries (m from A's rows), got {l.shape[-1]}"
+        )
     expect = {"P": (*bshape, n, n), "A": (*bshape, m, n), "l": (*bshape, m), "u": (*bshape, m)}
     for name in ("P", "A", "l", "u"):
         got = getattr(qp, name).shape
@@ -184,7 +213,35 @@ def validate_qp(qp: QP, *, batched: bool | None = None) -> QP:
         raise ValueError(f"l must be <= u elementwise; l > u at index {tuple(i.tolist())}")
     if np.any(ln == np.inf) or np.any(un == -np.inf):
         raise ValueError("l may not be +inf and u may not be -inf")
+    _check_psd(Pn)
     return qp
+
+
+def psd_shift(P):
+    """The diagonal shift below which a negative eigenvalue of ``P`` counts as rounding:
+    ``sqrt(eps) * (1 + max|P|)`` (1.5e-8 relative in float64, 3.5e-4 in float32)."""
+    eps = np.finfo(P.dtype).eps
+    return float(np.sqrt(eps)) * (1.0 + np.max(np.abs(P), axis=(-2, -1), initial=0.0))
+
+
+def _check_psd(Pn):
+    """Refuse a concrete ``P`` that is not positive semidefinite (FlexQP is a convex
+    method: on an indefinite ``P`` its ADMM converges to a stationary point, not a
+    minimum, and reported it as a solution)."""
+    n = Pn.shape[-1]
+    shift = np.asarray(psd_shift(Pn))[..., None, None]
+    try:
+        np.linalg.cholesky(Pn + shift * np.eye(n))
+        return
+    except np.linalg.LinAlgError:
+        pass
+    w = np.linalg.eigvalsh(Pn).min(axis=-1)
+    bad = np.argwhere(np.atleast_1d(w + np.asarray(psd_shift(Pn)) < 0)).ravel()
+    lane = f" (batch index {int(bad[0])})" if Pn.ndim == 3 and bad.size else ""
+    raise ValueError(
+        f"P is not positive semidefinite{lane}: smallest eigenvalue "
+        f"{float(np.atleast_1d(w)[bad[0] if bad.size else 0]):.3e}; FlexQP solves convex QPs only"
+    )
 
 
 def as_qp(P, q, A, l, u, dtype=None) -> QP:

@@ -184,6 +184,17 @@ def _auto_batch(qp: QP) -> str:
     return "lockstep" if jax.default_backend() == "cpu" else "vmap"
 
 
+def _check_warm_start(name, ws: WarmStart, qp: QP) -> None:
+    """A warm start must come from a QP of the same shape (n variables, m rows)."""
+    for field, want in (("x", qp.q.shape), ("y", qp.l.shape), ("z", qp.l.shape)):
+        got = jnp.shape(getattr(ws, field))
+        if got != want:
+            raise ValueError(
+                f"{name} comes from a QP of another size: its {field} has shape {got}, "
+                f"this QP needs {want} (n={qp.n}, m={qp.m})"
+            )
+
+
 def _on_cpu() -> bool:
     return jax.default_backend() == "cpu"
 
@@ -372,11 +383,18 @@ def solve_qp(
     dtype = qp.q.dtype
     if tol is None:
         tol = 1e-8 if dtype == jnp.float64 else 1e-4
+    elif is_concrete(tol) and not (np.all(np.asarray(tol) > 0) and np.all(np.isfinite(tol))):
+        raise ValueError(f"tol must be positive and finite, got {tol}")
+    if isinstance(max_steps, bool) or not isinstance(max_steps, int | np.integer) or max_steps < 1:
+        raise ValueError(f"max_steps must be a positive int, got {max_steps!r}")
     # a polished point that meets tol is kept (it ends the run): flexqp's polish_accept
     hyper.setdefault("polish_accept", tol)
     solver = flexqp(**hyper)
     if warm_start is not None:
         x0 = warm_start_from(warm_start)
+        _check_warm_start("warm_start", x0, qp)
+    elif isinstance(x0, WarmStart):
+        _check_warm_start("x0", x0, qp)
     elif x0 is None:
         x0 = jnp.zeros(qp.q.shape, dtype)
     else:
