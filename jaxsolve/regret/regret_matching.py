@@ -84,7 +84,24 @@ def _update_block(x, R, g, variant):
     return x_new, R
 
 
+def _onto_simplices(x0):
+    """``x0`` projected, block by block (last axis), onto the probability simplices."""
+    from jaxsolve.projections import simplex
+
+    def leaf(v):
+        v = jnp.asarray(v)
+        if not jnp.issubdtype(v.dtype, jnp.inexact):
+            raise TypeError(f"x0 must be floating-point, got dtype {v.dtype}")
+        if v.ndim == 0 or v.shape[-1] == 0:
+            raise ValueError(f"x0 leaves need a non-empty last (simplex) axis, got {v.shape}")
+        flat = v.reshape(-1, v.shape[-1])
+        return jax.vmap(simplex)(flat).reshape(v.shape)
+
+    return jax.tree.map(leaf, x0)
+
+
 def _init(x0, args, *, hp, fun, variant, alternating):
+    x0 = _onto_simplices(x0)
     g = jax.grad(fun)(x0, args)
     return RMState(
         x=x0,
@@ -136,6 +153,11 @@ def regret_matching(fun: Callable, *, variant: str = "rm+", alternating: bool = 
             ``"predictive"`` (predictive RM+, Farina et al. 2021).
         alternating: update the leaves one at a time (Gauss-Seidel), as analysed by
             Anagnostides et al. (2025); ``False`` updates all leaves from one gradient.
+
+    The start is *projected* onto the product of simplices (Euclidean projection per
+    block, :func:`jaxsolve.projections.simplex`): a start on it is unchanged, ``x0 = 0``
+    starts from the uniform point (regret matching's ``x / sum`` never leaves a point
+    off the simplex, and such a start used to end SUCCESS off it); NaN ends NONFINITE.
 
     ``state.error`` is the blockwise KKT gap (:func:`kkt_gap`). No step size: the
     iterates do not change when ``fun`` is multiplied by a positive constant. Boxes and
