@@ -113,6 +113,27 @@ def secant_step(cost, manifold, x, args, d, df0, alpha):
     return a2, y2, cost(y2, args)
 
 
+def start_status(manifold, x0):
+    """``SUCCESS`` when ``x0`` lies on the manifold, else ``BREAKDOWN`` (int32).
+
+    The Riemannian solvers *check* the start, they do not project it: a point off the
+    manifold (``x0 = 0`` on a sphere, NaN) makes the tangent-space projections and
+    retractions meaningless, and a run from it used to end SUCCESS with ``|x| = 0``.
+    The test is ``manifold.residual(x0) <= 10 sqrt(eps)`` (1.5e-7 in float64, 3.5e-3
+    in float32: rounding, not a wrong start); manifolds without ``residual`` pass.
+    """
+    from jaxsolve.core.status import Status
+
+    try:
+        res = manifold.residual(x0)
+    except NotImplementedError:
+        return jnp.int32(Status.SUCCESS)
+    thr = 10.0 * jnp.sqrt(jnp.finfo(dtype_of(x0)).eps)
+    return jnp.where(res <= thr, jnp.int32(Status.SUCCESS), jnp.int32(Status.BREAKDOWN)).astype(
+        jnp.int32
+    )
+
+
 def check_point(manifold, x, name: str = "x0") -> None:
     """Raise ``ValueError`` if the pytree ``x`` does not have the manifold's point shapes.
 

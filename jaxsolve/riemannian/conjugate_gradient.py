@@ -14,6 +14,7 @@ from jaxsolve.riemannian._common import (
     check_point,
     hp_as,
     secant_step,
+    start_status,
     validate,
     value_and_rgrad,
 )
@@ -48,7 +49,7 @@ def _init(x0, args, *, hp, cost, manifold, beta_rule, max_linesearch):
         x0,
         jnp.int32(0),
         manifold.norm(x0, g),
-        jnp.int32(Status.SUCCESS),
+        start_status(manifold, x0),
         f,
         g,
         tree_scale(-1.0, g),
@@ -143,6 +144,10 @@ def conjugate_gradient(
     backtrack, else ``2 alpha``). Below the rounding error of ``f`` the step comes from the secant root of
     the directional derivative instead (pymanopt stalls there). ``error`` is the Riemannian gradient norm; a failed
     line search along ``-grad`` sets ``Status.BREAKDOWN``.
+
+    The start ``x0`` must lie on ``manifold``: it is checked, not projected (off it,
+    ``manifold.residual(x0) > 10 sqrt(eps)``, e.g. ``x0 = 0`` on a sphere, the run ends
+    ``BREAKDOWN`` at once).
     """
     validate(
         cost,

@@ -13,6 +13,7 @@ from jaxsolve.riemannian._common import (
     check_point,
     hessian_operator,
     hp_as,
+    start_status,
     validate,
     value_and_rgrad,
 )
@@ -158,7 +159,7 @@ def _init(x0, args, *, hp, cost, manifold, max_inner):
         x0,
         jnp.int32(0),
         manifold.norm(x0, g),
-        jnp.int32(Status.SUCCESS),
+        start_status(manifold, x0),
         f,
         eg,
         g,
@@ -239,6 +240,10 @@ def cubic_newton(
     ``max_inner`` (static, default ``min(dim, 30)``) bounds the Krylov dimension: the
     basis is stored (``max_inner`` tangent vectors) and the step solves a
     ``max_inner x max_inner`` eigenproblem per Lanczos step.
+
+    The start ``x0`` must lie on ``manifold``: it is checked, not projected (off it,
+    ``manifold.residual(x0) > 10 sqrt(eps)``, e.g. ``x0 = 0`` on a sphere, the run ends
+    ``BREAKDOWN`` at once).
     """
     validate(
         cost,

@@ -16,6 +16,7 @@ from jaxsolve.riemannian._common import (
     check_point,
     hp_as,
     secant_step,
+    start_status,
     validate,
     value_and_rgrad,
 )
@@ -55,7 +56,7 @@ def _init(x0, args, *, hp, cost, manifold, alternating, max_linesearch):
         x0,
         jnp.int32(0),
         manifold.norm(x0, g),
-        jnp.int32(Status.SUCCESS),
+        start_status(manifold, x0),
         f,
         g,
         jnp.full((nblocks,), jnp.nan, f.dtype),
@@ -159,6 +160,10 @@ def gradient_descent(
 
     ``error`` is the Riemannian gradient norm. A line search that cannot decrease the
     cost sets ``Status.BREAKDOWN``.
+
+    The start ``x0`` must lie on ``manifold``: it is checked, not projected (off it,
+    ``manifold.residual(x0) > 10 sqrt(eps)``, e.g. ``x0 = 0`` on a sphere, the run ends
+    ``BREAKDOWN`` at once).
     """
     validate(
         cost,

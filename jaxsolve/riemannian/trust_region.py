@@ -13,6 +13,7 @@ from jaxsolve.riemannian._common import (
     check_point,
     hessian_operator,
     hp_as,
+    start_status,
     validate,
     value_and_rgrad,
 )
@@ -142,7 +143,7 @@ def _init(x0, args, *, hp, cost, manifold, min_inner, max_inner):
         x0,
         jnp.int32(0),
         manifold.norm(x0, g),
-        jnp.int32(Status.SUCCESS),
+        start_status(manifold, x0),
         f,
         eg,
         g,
@@ -227,6 +228,10 @@ def trust_region(
     With a first-order retraction the model is second order only at critical points,
     so local superlinear convergence needs a second-order retraction (polar Stiefel,
     sphere normalization ...) or holds asymptotically.
+
+    The start ``x0`` must lie on ``manifold``: it is checked, not projected (off it,
+    ``manifold.residual(x0) > 10 sqrt(eps)``, e.g. ``x0 = 0`` on a sphere, the run ends
+    ``BREAKDOWN`` at once).
     """
     validate(
         cost,
