@@ -34,7 +34,7 @@ def test_eight_devices_are_available():
     assert len(jax.devices()) >= 8
 
 
-FAST = {("ds_admm", "ring"), ("ds_admm_gradient", "ring"), ("dgd", "er")}
+FAST = {("ds_admm", "ring")}
 PAIRS = [
     pytest.param(name, graph, marks=() if (name, graph) in FAST else pytest.mark.slow)
     for name in sorted(SOLVERS)
@@ -45,7 +45,8 @@ PAIRS = [
 @pytest.mark.parametrize(("name", "graph"), PAIRS)
 def test_mesh_equals_simulation(data, name, graph):
     """Same iterates to 1e-12, same step count, status and ledger (the full matrix of
-    solvers x graphs is slow: each pair compiles an 8-device program)."""
+    solvers x graphs is slow: each pair compiles an 8-device program, and the ER graph
+    needs all 7 device offsets; bench/distributed.py runs ER too)."""
     A, b = data
     adj = D.erdos_renyi(jax.random.key(2), N, 0.3) if graph == "er" else D.ring(N)
     problem = D.make_problem((A, b), D.metropolis_hastings(adj), 1.0)
