@@ -123,6 +123,27 @@ def cautious_weight_decay(
         return new, CautiousWeightDecayState(count=count)
 
     tx = optax.GradientTransformation(init_fn, update_fn)
-    if mask is not None:
-        return optax.masked(tx, mask)
-    return tx
+    if mask is None:
+        return tx
+    masked = optax.masked(tx, mask)
+
+    def check_mask(params):
+        m = mask(params) if callable(mask) else mask
+        try:
+            jax.tree_util.tree_structure(m).flatten_up_to(params)
+        except (ValueError, TypeError) as err:
+            raise ValueError(
+                "mask must be a pytree (or prefix) of booleans with the structure of the "
+                f"params (or a callable params -> such a pytree); it does not match: {err}"
+            ) from None
+
+    def masked_init(params):
+        check_mask(params)
+        return masked.init(params)
+
+    def masked_update(updates, state, params=None):
+        if params is not None:
+            check_mask(params)
+        return masked.update(updates, state, params)
+
+    return optax.GradientTransformation(masked_init, masked_update)
