@@ -32,15 +32,21 @@ def test_gap_certificate_bounds_the_relaxation_optimum():
     ):
         ref = relaxation_reference(M, w, "log1p", A, b)
         best = float(f.extension(jnp.asarray(ref)))
-        for steps in (1, 3, 10):  # the bound holds at every iterate, converged or not
-            sol = jaxsolve.solve(sm.aapga(), c.start(8, jnp.float64), (f, c), max_steps=steps)
-            assert float(sol.state.upper) >= best * (1 - 1e-12)
-            assert float(sol.state.value) <= best * (1 + 1e-12)
+        solver = sm.aapga()
+        state = jax.jit(solver.init)(c.start(8, jnp.float64), (f, c))
+        step = jax.jit(solver.step)
+        for _ in range(10):  # the bound holds at every iterate, converged or not
+            state, _ = step(state, (f, c))
+            assert float(state.upper) >= best * (1 - 1e-12)
+            assert float(state.value) <= best * (1 + 1e-12)
         sol = jaxsolve.solve(sm.aapga(), c.start(8, jnp.float64), (f, c), tol=1e-7)
         assert int(sol.status) == jaxsolve.Status.SUCCESS
         assert float(sol.state.value) >= best / (1 + 1e-7)
-        exact = jaxsolve.solve(sm.aapga(inexact=False), c.start(8, jnp.float64), (f, c), tol=1e-7)
-        np.testing.assert_allclose(sol.state.value, exact.state.value, rtol=1e-7)
+        if isinstance(c, sm.Cardinality):  # exact projections: the same maximum
+            exact = jaxsolve.solve(
+                sm.aapga(inexact=False), c.start(8, jnp.float64), (f, c), tol=1e-7
+            )
+            np.testing.assert_allclose(sol.state.value, exact.state.value, rtol=1e-7)
 
 
 def test_acceleration_needs_fewer_gradients_than_pga():
