@@ -46,11 +46,11 @@ def gn_precondition(J, u, mu, *, scale=1.0, form="auto"):
               + \frac{1}{\mu}\big(u - J^\top K^{-1} J u\big),
 
     the second term (the part of ``u`` outside the row space of ``J``) only when
-    :math:`\mu > 0`. ``"auto"`` picks the smaller system. With :math:`\mu = 0` a ridge of
-    ``dim * eps * max(diag)`` replaces it, which gives the minimum-norm Gauss-Newton
-    step (the pseudo-inverse) up to that relative level, provided the Gram matrix in
-    use is nonsingular (``"auto"`` ensures it for a full-rank ``J``). LU solves: on CPU they are
-    much faster than an eigendecomposition for these sizes.
+    :math:`\mu > 0`. ``"auto"`` picks the smaller system. With :math:`\mu = 0` the
+    minimum-norm Gauss-Newton step, by the pseudo-inverse of the Gram matrix in use
+    (eigenvalues below ``max(m, n) eps`` of the largest dropped), also for a
+    rank-deficient ``J``. With :math:`\mu > 0`, LU solves (on CPU much faster than an
+    eigendecomposition for these sizes).
     """
     m, n = J.shape
     dtype = J.dtype
@@ -60,15 +60,33 @@ def gn_precondition(J, u, mu, *, scale=1.0, form="auto"):
     mu = jnp.asarray(mu, dtype)
     if form == "primal":
         G = scale * (J.T @ J)
-        ridge = n * eps * jnp.max(jnp.abs(jnp.diag(G)))
-        return jnp.linalg.solve(G + jnp.where(mu > 0, mu, ridge) * jnp.eye(n, dtype=dtype), u)
+
+        def damped(_):
+            return jnp.linalg.solve(G + mu * jnp.eye(n, dtype=dtype), u)
+
+        def min_norm(_):
+            # mu = 0: the pseudo-inverse (eigenvalues below max(m, n) eps |G| dropped).
+            # A tiny ridge instead amplified the rounding of u outside the row space by
+            # 1/ridge: on a rank-deficient J the step was a least-squares step, not the
+            # minimum-norm one (issue 23).
+            return jnp.linalg.pinv(G, hermitian=True) @ u
+
+        return jax.lax.cond(mu > 0, damped, min_norm, None)
     K = J @ J.T
     eye = jnp.eye(m, dtype=dtype)
-    ridge = m * eps * jnp.max(jnp.abs(jnp.diag(K)))
-    a = jnp.linalg.solve(K + ridge * eye, J @ u)  # K^-1 J u
-    main = J.T @ jnp.linalg.solve(scale * K + jnp.where(mu > 0, mu, scale * ridge) * eye, a)
-    rest = jnp.where(mu > 0, (u - J.T @ a) / jnp.where(mu > 0, mu, 1.0), 0.0)
-    return main + rest
+
+    def damped_k(_):
+        ridge = m * eps * jnp.max(jnp.abs(jnp.diag(K)))
+        a = jnp.linalg.solve(K + ridge * eye, J @ u)  # K^-1 J u
+        main = J.T @ jnp.linalg.solve(scale * K + mu * eye, a)
+        return main + (u - J.T @ a) / mu
+
+    def min_norm_k(_):
+        # (c J'J)^+ u = J' K^+ K^+ J u / c
+        Kp = jnp.linalg.pinv(K, hermitian=True)
+        return J.T @ (Kp @ (Kp @ (J @ u))) / scale
+
+    return jax.lax.cond(mu > 0, damped_k, min_norm_k, None)
 
 
 class GNState(NamedTuple):
