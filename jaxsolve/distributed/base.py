@@ -17,7 +17,8 @@ $$
 $$
 
 the agents' disagreement plus the centralized prox-gradient residual at their mean;
-it vanishes exactly when all agents hold one minimizer of $\sum_i f_i + g$. It is a
+it vanishes exactly when all agents hold one minimizer of $\sum_i f_i + g$, and the
+same map gives ``optimality`` (what implicit differentiation uses). It is a
 monitoring quantity (a global reduction the ledger does not count), the same for
 every method, so ``tol`` means the same thing for all of them.
 """
@@ -106,6 +107,20 @@ class DecentralizedSolver(jaxsolve.AbstractSolver):
     def _eta(self, lips):
         """The step of the error's centralized prox-gradient residual: 1 / sum_i L_i."""
         return 1.0 / self.comm.total(lips)
+
+    def optimality(self, x, args):
+        """The residual $X - \\mathbf 1\\,T(\\bar x)^\\top$, with $T$ the centralized
+        prox-gradient map of the error measure: zero exactly at a consensual minimizer.
+        What ``solve(..., adjoint=jaxsolve.Implicit())`` differentiates, for every method
+        of the family (in the simulation)."""
+        problem = args
+        lips = jax.lax.stop_gradient(self._lipschitz(problem.data))
+        eta = self._eta(lips).astype(x.dtype)  # any eta > 0 has the same fixed points
+        n = problem.W.shape[1]
+        xbar = self.comm.total(x) / n
+        grads = jax.vmap(self.loss.grad, in_axes=(None, 0))(xbar, problem.data)
+        moved = self.reg.prox(xbar - eta * self.comm.total(grads), eta, problem.reg)
+        return x - moved[None, :]
 
     def _error(self, X, problem, eta):
         n = problem.W.shape[1]

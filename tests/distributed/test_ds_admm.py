@@ -205,3 +205,27 @@ def test_bad_input_raises_before_tracing():
         D.make_problem((A, b), np.asarray(W) * 1.1, 0.1)
     with pytest.raises(ValueError, match="symmetric"):
         D.make_problem((A, b), np.asarray(W) + np.triu(np.full_like(np.asarray(W), 1e-3), 1), 0.1)
+
+
+def test_implicit_gradient_matches_finite_differences():
+    """d/db of a linear function of the decentralized logistic solution: implicit
+    differentiation of `optimality` against central differences of tight solves."""
+    k1, k2, k3 = jax.random.split(jax.random.key(4), 3)
+    n, m, d = 5, 6, 3
+    A = jax.random.normal(k1, (n, m, d))
+    b0 = jnp.tanh(jax.random.normal(k2, (n, m)))  # soft labels: smooth in b
+    W = D.metropolis_hastings(D.ring(n))
+    c = jax.random.normal(k3, (n, d))
+    solver = D.ds_admm(D.Logistic(), D.L2Squared())
+
+    def loss(b):
+        problem = D.Problem((A, b), jnp.asarray(W), jnp.asarray(0.5))
+        sol = jaxsolve.solve(solver, jnp.zeros((n, d)), problem, tol=1e-13, max_steps=20000)
+        return jnp.vdot(c, sol.x)
+
+    direction = jax.random.normal(jax.random.key(8), (n, m))
+    g = jax.grad(loss)(b0)
+    eps = 1e-5
+    fd = (loss(b0 + eps * direction) - loss(b0 - eps * direction)) / (2 * eps)
+    assert abs(float(jnp.vdot(g, direction)) - float(fd)) <= 1e-6 * max(1.0, abs(float(fd)))
+    assert abs(float(fd)) > 1e-3  # the derivative is not trivially zero
