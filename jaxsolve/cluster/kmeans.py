@@ -27,6 +27,18 @@ from jaxsolve.core.validation import check_finite, check_floating, check_nonempt
 __all__ = ["kmeans"]
 
 
+def _check_key(key):
+    if key is None or not isinstance(key, jax.Array):
+        raise TypeError(
+            f"key must be a jax.random key (jax.random.key(0)), got {type(key).__name__}"
+        )
+    if not (jnp.issubdtype(key.dtype, jax.dtypes.prng_key) or key.shape == (2,)):
+        raise TypeError(
+            f"key must be a jax.random key (jax.random.key(0)), got an array of shape "
+            f"{key.shape} and dtype {key.dtype}"
+        )
+
+
 def _check_k(name, k, n):
     if isinstance(k, bool) or not isinstance(k, int | np.integer):
         raise TypeError(f"{name} must be an int, got {type(k).__name__}")
@@ -35,11 +47,33 @@ def _check_k(name, k, n):
     return int(k)
 
 
+def _fill_empty(x, labels, k: int):
+    """Give every empty cluster a point: the point farthest from its centre among the
+    clusters of two or more points becomes a singleton (scikit-learn's relocation; it
+    lowers the objective, or keeps it where that point sits on its centre). An empty
+    cluster would otherwise get the invented centre 0 (issue 23: all-equal points)."""
+
+    def body(_, lab):
+        cnt = jnp.bincount(lab, length=k)
+        c = centers_of(x, lab, k)
+        d = jnp.sum((x - c[lab]) ** 2, axis=1)
+        d = jnp.where(cnt[lab] >= 2, d, -1.0)
+        i = jnp.argmax(d)
+        empty = cnt == 0
+        j = jnp.argmax(empty)
+        move = jnp.any(empty) & (d[i] >= 0)
+        return jnp.where(move, lab.at[i].set(j.astype(lab.dtype)), lab)
+
+    return jax.lax.fori_loop(0, k, body, labels)
+
+
 @partial(jax.jit, static_argnames=("k", "polish"))
 def _finish(x, u, k, polish):
     def refine(labels):
         if polish:
+            labels = _fill_empty(x, labels, k)
             labels, _ = lloyd(x, centers_of(x, labels, k), polish)
+        labels = _fill_empty(x, labels, k)
         centers = centers_of(x, labels, k)
         return labels, centers, inertia(x, labels, centers)
 
@@ -60,6 +94,7 @@ def kmeans(
     method: str = "newton",
     tol: float | None = None,
     polish: int = 20,
+    n_init: int = 1,
     **solver_options: Any,
 ) -> tuple[Any, Any, Any]:
     r"""K-means clustering through the Burer-Monteiro factor of the Peng-Wei SDP.
@@ -83,7 +118,9 @@ def kmeans(
 
     Args:
         X: data, ``(n, d)`` floating, one point per row.
-        n_clusters: ``K``, between 1 and ``n``.
+        n_clusters: ``K``, between 1 and ``n`` (``K = n``: every point its own cluster,
+            no solve). An empty cluster after rounding gets the point farthest from its
+            centre (as scikit-learn relocates), never an invented centre.
         key: a ``jax.random`` key (the random start).
         rank: ``r``; default ``K + 1`` for Newton (``r > K`` is needed for a strictly
             positive start), ``2K`` for NLR (the reference code's choice).
@@ -98,6 +135,9 @@ def kmeans(
             norm stalls near ``3e-3`` at ``mu = 1e-3`` (the solve then ends
             ``MAX_STEPS`` with the right partition) and converges at ``mu = 0.03``.
         polish: Lloyd iterations after rounding.
+        n_init: runs, from ``key`` and ``jax.random.split(key, n_init - 1)`` (so more
+            runs are never worse than one); the partition of lowest K-means objective among the runs that end
+            SUCCESS (else among all) is returned, with its run's solution.
         **solver_options: passed to the solver factory.
 
     Returns:
@@ -107,10 +147,16 @@ def kmeans(
     """
     if method not in ("newton", "nlr"):
         raise ValueError(f"method must be 'newton' or 'nlr', got {method!r}")
+    _check_key(key)
     X = jnp.asarray(X)
     check_floating("X", X)
     if X.ndim != 2:
         raise ValueError(f"X must have shape (n, d), got {X.shape}")
+    if X.dtype in (jnp.bfloat16, jnp.float16):
+        raise TypeError(
+            f"X has dtype {X.dtype}: the relaxation's eigen/QR steps run in float32 or "
+            "float64 only; pass X.astype(jnp.float32)"
+        )
     check_nonempty("X", X)
     check_finite("X", X)
     if np.any(np.isinf(np.asarray(X))):
@@ -120,18 +166,22 @@ def kmeans(
     if not (isinstance(polish, int) and polish >= 0):
         raise ValueError(f"polish must be a non-negative int, got {polish!r}")
     dt = X.dtype
+    trivial = Solution(
+        x=None,
+        state=None,
+        status=jnp.int32(Status.SUCCESS),
+        num_steps=jnp.int32(0),
+        error=jnp.zeros((), dt),
+    )
     if k == 1:
         labels = jnp.zeros((n,), jnp.int32)
-        sol = Solution(
-            x=None,
-            state=None,
-            status=jnp.int32(Status.SUCCESS),
-            num_steps=jnp.int32(0),
-            error=jnp.zeros((), dt),
-        )
-        return labels, jnp.mean(X, axis=0, keepdims=True), sol
+        return labels, jnp.mean(X, axis=0, keepdims=True), trivial
+    if k == n:
+        # every point its own cluster: inertia 0, the optimum (no relaxation to solve)
+        return jnp.arange(n, dtype=jnp.int32), X, trivial
     if rank is None:
-        rank = k + 1 if method == "newton" else 2 * k
+        # k + 1 (Newton) or 2 k (NLR), at most n (k < n here, so Newton's k < rank holds)
+        rank = min(k + 1, n) if method == "newton" else min(2 * k, n)
     if isinstance(rank, bool) or not isinstance(rank, int | np.integer):
         raise TypeError(f"rank must be an int, got {type(rank).__name__}")
     rank = int(rank)
@@ -147,15 +197,25 @@ def kmeans(
         raise ValueError(f"mu must be a positive number, got {mu!r}")
     if tol is None:
         tol = 1e-6 if dt == jnp.float64 else 1e-4
+    if isinstance(n_init, bool) or not isinstance(n_init, int | np.integer) or n_init < 1:
+        raise ValueError(f"n_init must be a positive int, got {n_init!r}")
     data, _ = prepare_data(X)
-    if method == "newton":
-        x0 = feasible_point(key, n, k, rank, dt)
-        solver = kmeans_newton(mu=mu, **solver_options)
-        sol = solve(solver, x0, data, tol=tol, max_steps=max_steps or 500)
-        u = lift(*sol.x)
-    else:
-        x0 = nlr_start(key, n, k, rank, dt)
-        sol = solve(nlr(**solver_options), x0, data, tol=tol, max_steps=max_steps or 200_000)
-        u = sol.x
-    labels, centers = _finish(X, u, k, polish)
-    return labels, centers, sol
+    best = None
+    keys = [key] + (list(jax.random.split(key, int(n_init) - 1)) if n_init > 1 else [])
+    for kk in keys:
+        if method == "newton":
+            x0 = feasible_point(kk, n, k, rank, dt)
+            solver = kmeans_newton(mu=mu, **solver_options)
+            sol = solve(solver, x0, data, tol=tol, max_steps=max_steps or 500)
+            u = lift(*sol.x)
+        else:
+            x0 = nlr_start(kk, n, k, rank, dt)
+            sol = solve(nlr(**solver_options), x0, data, tol=tol, max_steps=max_steps or 200_000)
+            u = sol.x
+        labels, centers = _finish(X, u, k, polish)
+        obj = float(inertia(X, labels, centers))
+        # a restart that ends SUCCESS wins over a failed one, then the lower objective
+        rank_key = (int(sol.status) != Status.SUCCESS, obj)
+        if best is None or rank_key < best[0]:
+            best = (rank_key, labels, centers, sol)
+    return best[1], best[2], best[3]
