@@ -188,7 +188,9 @@ def polish(
     if factors.p:
         xa = xa + b @ factors.apinv_t.astype(dtype)
     rxa = _apply_r(xa, C, bounds)
-    scale0 = jnp.maximum(1, jnp.maximum(jnp.max(jnp.abs(xa), -1), jnp.max(jnp.abs(rxa), -1)))
+    scale0 = jnp.maximum(
+        1, jnp.maximum(jnp.max(jnp.abs(xa), -1), jnp.max(jnp.abs(rxa), -1, initial=0.0))
+    )
     rho = mu * (rxa - h) * g
     inv_g = jnp.where(g > 0, 1 / jnp.where(g > 0, g, 1), 0)
     lam0 = jnp.where((mu > 0) & jnp.isfinite(lam0), lam0, 0)
@@ -202,8 +204,13 @@ def polish(
     primal = jnp.maximum(primal, mu * jnp.abs(rx - h))
     two_sided = lo < hi
     dual = jnp.where(two_sided, jnp.maximum(-jnp.sign(act).astype(dtype) * lam * mu, 0), 0)
-    scale = jnp.maximum(1, jnp.max(jnp.abs(rx if bounds else jnp.concatenate([x, rx], -1)), -1))
-    err = jnp.maximum(jnp.max(primal, -1, initial=0.0), jnp.max(dual, -1, initial=0.0)) / scale
+    scale = jnp.maximum(
+        1, jnp.max(jnp.abs(rx if bounds else jnp.concatenate([x, rx], -1)), -1, initial=0.0)
+    )
+    # each row's violation against its own size |(R x)_i| (relative to the largest row
+    # alone, a row scaled by 1e8 hid a bound violated by 0.0056: issue 23)
+    primal = primal / jnp.maximum(1, jnp.abs(rx))
+    err = jnp.maximum(jnp.max(primal, -1, initial=0.0), jnp.max(dual, -1, initial=0.0) / scale)
     err = jnp.where(jnp.all(jnp.isfinite(x), -1), err, jnp.inf)
     return x, lam, err
 
