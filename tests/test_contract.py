@@ -4,10 +4,11 @@ Adding a solver is one step: describe it as ``SolverCase``s in
 ``tests/<family>/contract_cases.py`` (a list ``CASES``), add the family to ``FAMILIES``
 and its solver modules to the list below.
 
-Solver modules covered (one per line; every one builds its Solver through
-``core.protocol.make_solver``, which the whole registry thereby exercises):
+Solver modules covered (the legacy ``core.protocol.make_solver`` ones and the
+protocol-v2 ``AbstractSolver`` Modules alike; user-written solvers of both shapes run
+through the same checks in ``tests/core/test_protocol.py``):
 
-* first_order.projected_gradient
+* first_order.projected_gradient (AbstractSolver)
 * qp.flexqp
 * layers.pinet
 * ot.sobolev (ot.sobolev_barycenter)
@@ -18,6 +19,8 @@ Solver modules covered (one per line; every one builds its Solver through
 * frank_wolfe.conditional_gradient, frank_wolfe.optimistic
 * regret.regret_matching
 * second_order.gradient_regularized_newton, second_order.gauss_newton
+* distributed.ds_admm and its baselines, submodular.aapga / pga, blackbox.cma_es_solver
+  (AbstractSolver)
 """
 
 import importlib
@@ -39,6 +42,7 @@ FAMILIES = (
     "second_order",
     "distributed",
     "submodular",
+    "blackbox",
 )
 
 REGISTRY = [

@@ -1,0 +1,202 @@
+r"""CMA-MAE: a scheduler of CMA-ES emitters over an annealing archive (CMA-ME and CMA-ES as cases).
+
+Fontaine and Nikolaidis, "Covariance Matrix Adaptation MAP-Annealing" (GECCO 2023).
+Each of ``n_emitters`` CMA-ES instances samples ``batch_size`` solutions per
+iteration; the objective and measures of all of them are added to the archive in
+one batch (`jaxsolve.blackbox.archives`), and each emitter ranks its own samples by
+their archive *value* $f - t_e$ (improvement over the cell's threshold; pyribs'
+``ranker="imp"``), takes the best half as parents (``selection_rule="mu"``) and
+updates. An emitter restarts, from an elite drawn from the archive with step size
+``sigma0``, when its search has collapsed (pycma's tolerances, as pyribs uses them:
+condition number above $10^{14}$, $\sigma\sqrt{\lambda_{\max}} < 10^{-11}$, or all its
+samples' values equal to $10^{-12}$). A second, elitist ``result`` archive keeps the
+best solution ever seen per cell: that is the archive QD metrics are reported on.
+
+``learning_rate`` $\alpha = 1$ with ``threshold_min = -inf`` is CMA-ME; $\alpha = 0$
+is CMA-ES on the objective (thresholds never move). Everything is a pure function of
+the state, so `run` compiles the whole loop (emitters vmapped, evaluation of a JAX
+objective included) into one program.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxsolve.blackbox.archives import ArchiveState, GridArchive, grid_archive
+from jaxsolve.blackbox.cma_es import CMAES, CMAState, cma_es
+
+__all__ = ["MAEState", "CMAMAE", "cma_mae"]
+
+
+class MAEState(NamedTuple):
+    """The scheduler's state: both archives, the stacked emitter states, key, counters."""
+
+    archive: ArchiveState
+    result: ArchiveState
+    emitters: CMAState  # leaves with a leading n_emitters axis
+    key: jax.Array
+    iteration: jax.Array
+    restarts: jax.Array  # (n_emitters,)
+
+
+class CMAMAE(eqx.Module):
+    """The CMA-MAE scheduler; build it with `cma_mae`."""
+
+    archive: GridArchive
+    result_archive: GridArchive
+    es: CMAES
+    n_emitters: int = eqx.field(static=True)
+
+    def init(self, x0, key) -> MAEState:
+        """Every emitter starts at ``x0`` (``(solution_dim,)``) with ``sigma0``."""
+        x0 = jnp.asarray(x0)
+        one = self.es.init(x0)
+        ems = jax.tree.map(lambda v: jnp.broadcast_to(v, (self.n_emitters,) + v.shape), one)
+        return MAEState(
+            self.archive.init(x0.dtype),
+            self.result_archive.init(x0.dtype),
+            ems,
+            key,
+            jnp.int32(0),
+            jnp.zeros(self.n_emitters, jnp.int32),
+        )
+
+    def ask(self, state: MAEState):
+        """``(solutions, state)``: ``(n_emitters, batch_size, solution_dim)`` samples."""
+        key, sub = jax.random.split(state.key)
+        keys = jax.random.split(sub, self.n_emitters)
+        X = jax.vmap(self.es.ask)(state.emitters, keys)
+        return X, state._replace(key=key)
+
+    def tell(self, state: MAEState, solutions, objective, measures) -> MAEState:
+        """Add all samples to both archives, update and (when stuck) restart each emitter.
+
+        ``objective`` ``(n_emitters, batch_size)`` (higher is better, NaN worst) and
+        ``measures`` ``(n_emitters, batch_size, measure_dim)`` for ``solutions`` from `ask`.
+        """
+        E, B, n = solutions.shape
+        flat = lambda v: v.reshape((E * B,) + v.shape[2:])  # noqa: E731
+        arch, info = self.archive.add(
+            state.archive, flat(solutions), flat(objective), flat(measures)
+        )
+        result, _ = self.result_archive.add(
+            state.result, flat(solutions), flat(objective), flat(measures)
+        )
+        value = info.value.reshape(E, B)
+        fitness = jnp.where(jnp.isnan(value), jnp.inf, -value)  # CMA-ES minimizes
+        ems = jax.vmap(lambda e, x, f: self.es.tell(e, x, f, refresh=False))(
+            state.emitters, solutions, fitness
+        )
+        ems = jax.lax.cond(
+            (state.iteration + 1) % self.es.eigen_every == 0,
+            lambda e: jax.lax.map(lambda s: self.es.refresh(s), e),
+            lambda e: e,
+            ems,
+        )
+        srt = jnp.sort(fitness, axis=1)
+        flat_values = jnp.abs(srt[:, 0] - srt[:, -1]) < 1e-12
+        stuck = (
+            (jax.vmap(self.es.condition)(ems) > 1e14)
+            | (jax.vmap(self.es.scale)(ems) < 1e-11)
+            | flat_values
+            | ~jnp.isfinite(jax.vmap(self.es.scale)(ems))
+        )
+        key, sub = jax.random.split(state.key)
+        starts = self.archive.sample_elites(arch, sub, E)
+        starts = jnp.where(jnp.any(arch.occupied), starts, state.emitters.mean)
+        fresh = jax.vmap(self.es.init)(starts)
+        pick = lambda a, b: jnp.where(  # noqa: E731
+            stuck.reshape((E,) + (1,) * (a.ndim - 1)), a, b
+        )
+        ems = jax.tree.map(pick, fresh, ems)
+        return MAEState(
+            arch, result, ems, key, state.iteration + 1, state.restarts + stuck.astype(jnp.int32)
+        )
+
+    def run(self, evaluate: Callable, state: MAEState, iterations: int, *, record: bool = True):
+        """``iterations`` ask/evaluate/tell rounds in one ``lax.scan``.
+
+        ``evaluate(solutions) -> (objective, measures)`` maps ``(batch, solution_dim)``
+        to ``(batch,)`` and ``(batch, measure_dim)`` (a JAX function). Returns
+        ``(state, stats)`` with the result archive's stats after each iteration.
+        """
+
+        def body(state, _):
+            X, state = self.ask(state)
+            E, B, n = X.shape
+            obj, meas = evaluate(X.reshape(E * B, n))
+            state = self.tell(state, X, obj.reshape(E, B), meas.reshape(E, B, -1))
+            return state, (self.result_archive.stats(state.result) if record else None)
+
+        return jax.lax.scan(body, state, None, length=int(iterations))
+
+
+def cma_mae(
+    *,
+    solution_dim: int,
+    dims,
+    ranges,
+    n_emitters: int = 15,
+    batch_size: int = 36,
+    sigma0: float = 0.5,
+    learning_rate: float = 0.01,
+    threshold_min: float = 0.0,
+    qd_score_offset: float = 0.0,
+    eigen_every: int | None = None,
+) -> CMAMAE:
+    """CMA-MAE with pyribs' sphere-benchmark configuration as the defaults.
+
+    Args:
+        solution_dim: length of a solution.
+        dims, ranges: the grid of the archive (cells per measure axis; ``(low, high)``s).
+        n_emitters, batch_size: emitters and samples per emitter per iteration.
+        sigma0: initial (and restart) step size.
+        learning_rate, threshold_min: the annealing archive's $\\alpha$ and start
+            threshold (``learning_rate=1, threshold_min=-inf``: CMA-ME).
+        qd_score_offset: subtracted per elite in the QD score of both archives.
+        eigen_every: generations between the emitters' eigendecompositions.
+    """
+    for name, v in (("n_emitters", n_emitters), ("batch_size", batch_size)):
+        if (
+            isinstance(v, bool)
+            or not isinstance(v, int | np.integer)
+            or v < (1 if name == "n_emitters" else 2)
+        ):
+            raise ValueError(f"{name} must be a positive int (batch_size >= 2), got {v!r}")
+    archive = grid_archive(
+        solution_dim=solution_dim,
+        dims=dims,
+        ranges=ranges,
+        learning_rate=learning_rate,
+        threshold_min=threshold_min,
+        qd_score_offset=qd_score_offset,
+    )
+    result = grid_archive(
+        solution_dim=solution_dim, dims=dims, ranges=ranges, qd_score_offset=qd_score_offset
+    )
+    es = cma_es(solution_dim, popsize=batch_size, sigma0=sigma0, eigen_every=eigen_every)
+    return CMAMAE(archive, result, es, int(n_emitters))
+
+
+def sphere_linear_projection(X, *, bound: float = 5.12):
+    """The QD sphere benchmark (Fontaine et al. 2020, pyribs' tutorial): objective in
+    $[0, 100]$ (100 at $x_i = 0.4 \\cdot 5.12$), measures the sums of the two halves of
+    $x$ with entries outside $[-5.12, 5.12]$ folded back as $5.12 / x_i$."""
+    n = X.shape[1]
+    shift = 0.4 * bound
+    worst = n * (-bound - shift) ** 2
+    raw = jnp.sum((X - shift) ** 2, axis=1)
+    obj = (raw - worst) / (0 - worst) * 100
+    out = jnp.abs(X) > bound
+    folded = jnp.where(out, bound / jnp.where(out, X, 1), X)
+    meas = jnp.stack([folded[:, : n // 2].sum(1), folded[:, n // 2 :].sum(1)], axis=1)
+    return obj, meas
+
+
+__all__ += ["sphere_linear_projection"]
