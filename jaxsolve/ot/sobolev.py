@@ -140,11 +140,16 @@ def _init(x0, args, *, hp, sub, method, schedule, momentum):
     grid = _grid_of(hists)
     f = x0 - jnp.tensordot(weights, x0, axes=1)[None]  # enforce sum_i alpha_i f_i = 0
     _, rbar, h, err, dual = _evaluate(f, hists, weights, grid, sub, method)
+    # weights that are not a probability vector (negative, not summing to one, NaN: only
+    # possible under tracing, barycenter() refuses them when concrete) end the run at
+    # once: the iteration would return a "barycenter" with negative mass
+    good = jnp.all(weights >= 0) & (jnp.abs(jnp.sum(weights) - 1) <= 1e-6)
+    good = good & jnp.all(jnp.isfinite(hists)) & jnp.all(hists >= 0)
     return BarycenterState(
         x=rbar,
         iter_num=jnp.int32(0),
         error=err,
-        status=jnp.int32(0),
+        status=jnp.where(good, jnp.int32(0), jnp.int32(Status.BREAKDOWN)).astype(jnp.int32),
         potentials=f,
         direction=h,
         dual_value=dual,
@@ -288,7 +293,14 @@ def _check_densities(name, densities, *, batch: bool):
             f"{name} must be a floating-point array, got dtype {arr.dtype}; convert it with "
             f"jnp.asarray({name}, dtype=jnp.float32) (or float64)"
         )
+    if arr.dtype in (jnp.bfloat16, jnp.float16):
+        raise TypeError(
+            f"{name} has dtype {arr.dtype}: the barycenter's FFT Poisson solves run in "
+            f"float32 or float64 only; pass {name}.astype(jnp.float32)"
+        )
     lo = 2 if batch else 1
+    if 0 in arr.shape:
+        raise ValueError(f"{name} is empty (shape {arr.shape}): give at least one density")
     if not lo <= arr.ndim <= lo + 2:
         want = "(m, *grid_shape) with a 1-, 2- or 3-d grid" if batch else "a 1-, 2- or 3-d grid"
         raise ValueError(f"{name} must have shape {want}, got {arr.shape}")
@@ -301,8 +313,17 @@ def _check_densities(name, densities, *, batch: bool):
         mass = a.reshape(a.shape[0], -1).sum(1) if batch else np.asarray([a.sum()])
         if np.any(mass <= 0):
             which = int(np.argmin(mass))
+            hint = ""
+            if batch and arr.ndim == 2:
+                hint = (
+                    f" ({name} of shape {arr.shape} is read as {arr.shape[0]} 1-D densities "
+                    f"of {arr.shape[1]} cells; for one 2-D density pass {name}[None], shape "
+                    f"(1, {arr.shape[0]}, {arr.shape[1]}))"
+                )
             raise ValueError(
-                f"{name}[{which}] has zero total mass" if batch else f"{name} has zero total mass"
+                f"{name}[{which}] has zero total mass{hint}"
+                if batch
+                else f"{name} has zero total mass"
             )
     return arr
 
