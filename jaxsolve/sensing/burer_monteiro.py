@@ -28,7 +28,11 @@ def _init(y0, meas, *, hp):
     check_measurements(meas, y0.shape[0])
     s = adjoint_residual(y0 @ y0.T, meas)
     f = sensing_loss(y0 @ y0.T, meas)
-    return BMState(y0, jnp.int32(0), jnp.linalg.norm(s @ y0), jnp.int32(Status.SUCCESS), f)
+    # Y = 0 is a stationary point (the gradient 2 A*(r) Y vanishes) that gradient descent
+    # never leaves: a run from it ended SUCCESS at Z = 0 with a gradient norm of 0 (issue
+    # 23). Such a start is refused as BREAKDOWN (use small_initial_point).
+    status = jnp.where(jnp.any(y0 != 0), jnp.int32(Status.SUCCESS), jnp.int32(Status.BREAKDOWN))
+    return BMState(y0, jnp.int32(0), jnp.linalg.norm(s @ y0), status.astype(jnp.int32), f)
 
 
 def _step(state, meas, *, hp):
@@ -47,6 +51,8 @@ def burer_monteiro(*, stepsize=0.25):
     above the true rank) and small random initialization it converges only sublinearly
     (Xiong, Ding, Du, ICLR 2024: an ``Omega(1/T^2)`` lower bound), the baseline paper 1
     compares weight normalization against. ``error`` is the gradient norm.
+
+    A zero start (a stationary point gradient descent never leaves) ends ``BREAKDOWN``.
     """
     check_positive("stepsize", stepsize)
     return make_solver(_init, _step, hp={"stepsize": stepsize})

@@ -51,7 +51,13 @@ def _init(x0, meas, *, hp):
         )
     check_measurements(meas, x.shape[0])
     f = sensing_loss(x @ theta @ x.T, meas)
-    return WNState(x0, jnp.int32(0), _gnorm(x, theta, meas), jnp.int32(Status.SUCCESS), f)
+    # X must lie on the Stiefel manifold (checked, not projected): X = 0 (or any X with
+    # non-orthonormal columns) has a zero or meaningless Riemannian gradient, and a run
+    # from X = 0 ended SUCCESS at Z = 0 (issue 23). Off it: BREAKDOWN at once.
+    eps = jnp.finfo(x.dtype).eps
+    on = jnp.max(jnp.abs(x.T @ x - jnp.eye(x.shape[1], dtype=x.dtype))) <= 10 * jnp.sqrt(eps)
+    status = jnp.where(on, jnp.int32(Status.SUCCESS), jnp.int32(Status.BREAKDOWN))
+    return WNState(x0, jnp.int32(0), _gnorm(x, theta, meas), status.astype(jnp.int32), f)
 
 
 def _step(state, meas, *, hp):
@@ -94,6 +100,9 @@ def weight_normalized(*, direction_step=0.5, magnitude_step=2.0):
     ``direction_step * sigma_min(A)^2`` for every ``r < m``, so larger ``r`` shortens the
     saddle phase, not the tail; full rank ``r = m`` converges in a few steps. Plain GD from
     a tiny initialization (1e-6) has a rate ~ ``sigma_min(A)`` and can be faster.
+
+    The start's direction ``X`` must have orthonormal columns: it is checked, not
+    projected (off the Stiefel manifold, e.g. ``X = 0``, the run ends ``BREAKDOWN``).
     """
     check_positive("direction_step", direction_step)
     check_positive("magnitude_step", magnitude_step)
