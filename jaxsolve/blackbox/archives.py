@@ -173,8 +173,8 @@ class GridArchive(eqx.Module):
 def grid_archive(
     *,
     solution_dim: int,
-    dims,
-    ranges,
+    dims: Any,
+    ranges: Any,
     learning_rate: float | None = None,
     threshold_min: float = -np.inf,
     qd_score_offset: float = 0.0,

@@ -21,7 +21,7 @@ objective included) into one program.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import equinox as eqx
 import jax
@@ -140,8 +140,8 @@ class CMAMAE(eqx.Module):
 def cma_mae(
     *,
     solution_dim: int,
-    dims,
-    ranges,
+    dims: Any,
+    ranges: Any,
     n_emitters: int = 15,
     batch_size: int = 36,
     sigma0: float = 0.5,
@@ -154,11 +154,14 @@ def cma_mae(
 
     Args:
         solution_dim: length of a solution.
-        dims, ranges: the grid of the archive (cells per measure axis; ``(low, high)``s).
-        n_emitters, batch_size: emitters and samples per emitter per iteration.
+        dims: cells per measure axis of the archive's grid.
+        ranges: ``(low, high)`` per measure axis.
+        n_emitters: number of CMA-ES emitters.
+        batch_size: samples per emitter per iteration.
         sigma0: initial (and restart) step size.
-        learning_rate, threshold_min: the annealing archive's $\\alpha$ and start
-            threshold (``learning_rate=1, threshold_min=-inf``: CMA-ME).
+        learning_rate: the annealing archive's $\\alpha$ (1 with ``threshold_min=-inf``:
+            CMA-ME).
+        threshold_min: the cells' starting threshold.
         qd_score_offset: subtracted per elite in the QD score of both archives.
         eigen_every: generations between the emitters' eigendecompositions.
     """
