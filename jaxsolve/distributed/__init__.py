@@ -102,3 +102,8 @@ __all__ = [
     "soft_threshold",
     "sparse_binary",
 ]
+
+from jaxsolve.distributed import federated as _federated  # noqa: E402
+from jaxsolve.distributed.federated import *  # noqa: E402, F403
+
+__all__ += _federated.__all__
