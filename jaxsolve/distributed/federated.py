@@ -114,7 +114,7 @@ def empty_client_ledger() -> ClientLedger:
     return ClientLedger(z, z, z, z)
 
 
-def ledger_cost(ledger: ClientLedger, c_a, c_r):
+def ledger_cost(ledger: ClientLedger, c_a: float, c_r: float) -> jax.Array:
     """The communication cost $C_A N_A + C_R N_R + N_D$ (a D-CSS round costs 1).
 
     Args:
@@ -191,7 +191,7 @@ def full_gradient(loss, x, data):
     return jnp.mean(_client_grads(loss, x, data), axis=0)
 
 
-def practical_parameters(n: int, m: int, *, delta, delta1, l_max) -> dict:
+def practical_parameters(n: int, m: int, *, delta: float, delta1: float, l_max: float) -> dict:
     r"""The paper's practical RG-SAGA parameters: $\lambda = \sqrt{n/m}\,\delta + \Delta_1$,
     $\beta = m/n$, local smoothness $L = 2L_{\max}$, $p = \min(1, \delta/L)$.
 
@@ -246,7 +246,9 @@ def _check_data(data, m):
     return n
 
 
-def saga_estimate(table, bbar, fresh, idx):
+def saga_estimate(
+    table: jax.Array, bbar: jax.Array, fresh: jax.Array, idx: jax.Array
+) -> tuple[jax.Array, jax.Array, jax.Array]:
     r"""One SAGA step: $G = \bar b + \frac1m\sum_{i\in S}(v_i - b_i)$ and the updated table
     ($b_i \leftarrow v_i$ for $i \in S$) and mean.
 
@@ -362,11 +364,11 @@ def rg_saga(
     loss: Callable,
     m: int,
     *,
-    lam,
-    beta,
-    local_l,
-    p,
-    seed=0,
+    lam: float,
+    beta: float,
+    local_l: float,
+    p: float,
+    seed: int | jax.Array = 0,
     max_local: int = 10_000,
 ) -> RGSAGA:
     r"""RG-SAGA (I-CGM with a SAGA-plus-recursive-gradient estimator) for federated data.
