@@ -1,4 +1,4 @@
-"""Black-box and quality-diversity search: CMA-ES, grid archives, CMA-MAE."""
+"""Black-box and quality-diversity search: CMA-ES, grid archives, CMA-MAE, AutoQD descriptors."""
 
 from jaxsolve.blackbox.archives import (
     AddInfo,
@@ -6,6 +6,17 @@ from jaxsolve.blackbox.archives import (
     ArchiveStats,
     GridArchive,
     grid_archive,
+)
+from jaxsolve.blackbox.autoqd import (
+    RFF,
+    Descriptor,
+    fit_descriptors,
+    gaussian_mmd2,
+    occupancy_embedding,
+    quality_vendi_score,
+    rff_embedding,
+    rff_features,
+    vendi_score,
 )
 from jaxsolve.blackbox.cma_es import (
     CMAES,
@@ -18,6 +29,15 @@ from jaxsolve.blackbox.cma_es import (
 from jaxsolve.blackbox.cma_mae import CMAMAE, MAEState, cma_mae, sphere_linear_projection
 
 __all__ = [
+    "RFF",
+    "Descriptor",
+    "fit_descriptors",
+    "gaussian_mmd2",
+    "occupancy_embedding",
+    "quality_vendi_score",
+    "rff_embedding",
+    "rff_features",
+    "vendi_score",
     "AddInfo",
     "ArchiveState",
     "ArchiveStats",
