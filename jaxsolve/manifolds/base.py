@@ -67,7 +67,12 @@ __all__ = [
 
 def default_float(dtype=None):
     """``dtype`` or the default floating dtype (float64 when x64 is enabled)."""
-    return jnp.dtype(dtype) if dtype is not None else jnp.result_type(float)
+    if dtype is None:
+        return jnp.result_type(float)
+    dt = jnp.dtype(dtype)
+    if not jnp.issubdtype(dt, jnp.floating):
+        raise TypeError(f"dtype must be a floating dtype (float32/float64), got {dt}")
+    return dt
 
 
 def tree_add(a, b):

@@ -48,9 +48,28 @@ def _fit_slope(ts, errs, floor):
     return float(slope), False
 
 
+def _flat_shapes(want):
+    if isinstance(want, tuple) and all(isinstance(i, int) for i in want):
+        return [want]
+    return [s for w in want for s in _flat_shapes(w)]
+
+
+def _check_shape(name, manifold, x):
+    """A point whose shapes differ from the manifold's is named (it gave a NumPy
+    broadcasting error deep inside the Taylor fit)."""
+    try:
+        want = manifold.point_shape
+    except NotImplementedError:
+        return
+    got = [tuple(jnp.shape(v)) for v in jax.tree.leaves(x)]
+    if got != _flat_shapes(want):
+        raise ValueError(f"{name} must have shape {want} for {manifold!r}, got {got}")
+
+
 def _setup(cost, manifold, x, args, direction, key):
     if not isinstance(manifold, Manifold):
         raise TypeError(f"manifold must be a jaxsolve.manifolds.Manifold, got {manifold!r}")
+    _check_shape("x", manifold, x)
     if direction is None:
         key = jax.random.key(0) if key is None else key
         direction = manifold.random_tangent(key, x)
