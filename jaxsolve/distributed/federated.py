@@ -378,7 +378,7 @@ def rg_saga(
             such as `LogSumQuadratic`).
         m: clients per R-CSS round (at most the number of clients).
         lam: the proximal weight $\lambda > \Delta_1$.
-        beta: the SAGA weight $\beta \in (0, 1]$ of the RG estimator.
+        beta: the SAGA weight $\beta \in [0, 1]$ of the RG estimator ($\beta = 0$: SARAH).
         local_l: the local solver's smoothness constant $L$ (step $1/(\lambda + L)$).
         p: the local solver runs $K \sim \mathrm{Geom}(p)$ steps, $p \in (0, 1]$.
         seed: an int (or int array, e.g. under ``vmap``) seeding client sampling.
@@ -389,10 +389,11 @@ def rg_saga(
     if not callable(loss):
         raise TypeError(f"loss must be callable (x, client_data) -> scalar, got {type(loss)}")
     _check_nm(float("inf"), m)
-    _check_hypers(lam=lam, beta=beta, local_l=local_l, p=p)
+    _check_hypers(lam=lam, local_l=local_l, p=p)
+    check_positive("beta", beta, strict=False)
     for name, v in (("beta", beta), ("p", p)):
         if is_concrete(v) and np.any(np.asarray(v) > 1):
-            raise ValueError(f"{name} must be in (0, 1], got {v}")
+            raise ValueError(f"{name} must be in [0, 1] (p > 0), got {v}")
     if not isinstance(max_local, int) or max_local < 1:
         raise ValueError(f"max_local must be a positive int, got {max_local!r}")
     return RGSAGA(loss, int(m), max_local, lam, beta, local_l, p, seed)

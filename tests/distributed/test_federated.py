@@ -34,7 +34,7 @@ def test_saga_estimate_is_unbiased():
         idx = jax.random.permutation(key, n)[:m]
         return D.saga_estimate(table, bbar, fresh[idx], idx)[0]
 
-    G = jax.vmap(one)(jax.random.split(jax.random.key(4), reps))
+    G = jax.jit(jax.vmap(one))(jax.random.split(jax.random.key(4), reps))
     se = np.asarray(G.std(0)) / math.sqrt(reps)
     gap = np.abs(np.asarray(G.mean(0) - fresh.mean(0)))
     assert np.all(gap < 3 * se), (gap, se)
@@ -48,10 +48,11 @@ def test_saga_table_is_full_gradient_once_every_client_is_sampled(problem):
     bbar = jnp.zeros(DIM)
     seen = np.zeros(N, bool)
     key = jax.random.key(5)
+    saga = jax.jit(D.saga_estimate)
     while not seen.all():
         key, sub = jax.random.split(key)
         idx = jax.random.permutation(sub, N)[:M]
-        _, table, bbar = D.saga_estimate(table, bbar, grads[idx], idx)
+        _, table, bbar = saga(table, bbar, grads[idx], idx)
         seen[np.asarray(idx)] = True
     np.testing.assert_allclose(table, grads, rtol=0, atol=0)
     np.testing.assert_allclose(bbar, D.full_gradient(LOSS, x, data), rtol=1e-12, atol=1e-10)
@@ -161,3 +162,32 @@ def test_bad_input(problem):
     bad = (A.at[2, 0, 0].set(jnp.nan), B)
     sol = jaxsolve.solve(D.rg_saga(LOSS, M, **params), x0, bad, max_steps=5)
     assert int(sol.status) == int(jaxsolve.Status.NONFINITE)
+
+
+def test_beta_zero_is_sarah(problem):
+    """beta = 0: g^{t+1} = g^t + mean_S (grad f_i(x^{t+1}) - grad f_i(x^t)), written out."""
+    data, params = problem
+    params = {**params, "beta": 0.0}
+    solver = D.rg_saga(LOSS, M, seed=2, **params)
+    steps = 6
+    sol = jaxsolve.solve(solver, jnp.zeros(DIM), data, tol=0.0, max_steps=steps)
+
+    grad = jax.jit(jax.grad(LOSS))
+    grads = jax.jit(jax.vmap(jax.grad(LOSS), in_axes=(None, 0)))
+    data1 = jax.tree.map(lambda v: v[0], data)
+    lam, L = params["lam"], params["local_l"]
+    x = jnp.zeros(DIM)
+    g = D.full_gradient(LOSS, x, data)
+    key = jax.random.key(2)
+    for _ in range(steps):
+        key, k_local, k_sample = jax.random.split(key, 3)
+        K = int(jax.random.geometric(k_local, params["p"], dtype=jnp.int32))
+        y = x
+        for _ in range(K):  # gradient steps on F_t(y)
+            y = y - (grad(y, data1) - grad(x, data1) + g + lam * (y - x)) / (lam + L)
+        idx = jax.random.permutation(k_sample, N)[:M]
+        sub = jax.tree.map(lambda v, i=idx: v[i], data)
+        g = g + jnp.mean(grads(y, sub) - grads(x, sub), axis=0)
+        x = y
+    np.testing.assert_allclose(sol.x, x, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(sol.state.g, g, rtol=1e-10, atol=1e-10)
