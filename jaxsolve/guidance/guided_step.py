@@ -3,6 +3,7 @@ r"""Reference guidance wrapped around a user's sampler step."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -21,7 +22,7 @@ def guidance_energy(
     *,
     pivot=None,
     lam: float = 0.0,
-    **energy_options,
+    **energy_options: Any,
 ) -> jax.Array:
     r"""The guided objective $E(\phi(z), r) + \frac{\lambda}{2}\|z - z_{pivot}\|^2$.
 
@@ -32,7 +33,7 @@ def guidance_energy(
         pivot (jax.Array | None): the anchor $z_{pivot}$ (shape of ``z``); ``None``
             drops the term.
         lam (float): the weight $\lambda \ge 0$ of the pivot term.
-        **energy_options: keywords of `feature_energy` (``kind``, ``matcher``, ``p``,
+        **energy_options (Any): keywords of `feature_energy` (``kind``, ``matcher``, ``p``,
             ``alpha``, ``mask_gen``, ``mask_ref``).
 
     Returns:
@@ -76,7 +77,7 @@ def guided_step(
     mask=None,
     pivot=None,
     lam: float = 0.0,
-    **energy_options,
+    **energy_options: Any,
 ) -> Callable:
     r"""Wrap a sampler step so that it descends a reference energy late in sampling.
 
@@ -108,7 +109,7 @@ def guided_step(
             guides every entry.
         pivot (jax.Array | None): the anchor $z_{pivot}$; ``None`` drops the term.
         lam (float): the pivot weight $\lambda \ge 0$.
-        **energy_options: keywords of `feature_energy` (``kind``, ``matcher``, ``p``,
+        **energy_options (Any): keywords of `feature_energy` (``kind``, ``matcher``, ``p``,
             ``alpha``, ``mask_gen``, ``mask_ref``).
 
     Returns:
