@@ -41,7 +41,7 @@ def guidance_energy(
     """
     e = feature_energy(feature_fn(z), reference, **energy_options)
     if pivot is not None:
-        d = z - jax.lax.stop_gradient(pivot)
+        d = z - pivot
         e = e + 0.5 * jnp.asarray(lam, e.dtype) * jnp.sum(d * d)
     return e
 

@@ -34,7 +34,10 @@ class LatentOptimizer(jaxsolve.AbstractSolver):
     term is dropped), so a batch of references and pivots can be ``vmap``ped.
     One step is $z \leftarrow z - \eta\, m \odot \nabla G(z)$; ``error`` is
     $\|m \odot \nabla G(z)\|_2$ at the current iterate, which vanishes at a
-    stationary point of $G$ restricted to the masked entries.
+    stationary point of $G$ restricted to the masked entries. ``optimality`` is that
+    masked gradient, so ``solve(..., adjoint=Implicit())`` differentiates the solution
+    with respect to the pivot; with respect to the reference the gradient is zero by
+    design (the reference sits under `jax.lax.stop_gradient`).
 
     Attributes:
         feature_fn (Callable): $\phi$, ``feature_fn(z) -> (n_points, channels)``.
