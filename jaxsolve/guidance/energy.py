@@ -16,7 +16,7 @@ from jaxsolve.core.validation import check_floating, is_concrete
 __all__ = ["feature_energy", "nearest_match", "cosine_similarity"]
 
 KINDS = ("dragon", "cosine", "l2")
-MATCHERS = ("nearest", "identity")
+MATCHERS = ("nearest", "reverse", "identity")
 
 
 def _normalize(f: jax.Array) -> jax.Array:
@@ -127,7 +127,11 @@ def feature_energy(
     Each generated point $i$ is matched to a reference point $j(i)$ (``"nearest"``:
     the most cosine-similar one inside ``mask_ref``, DIFT-style; ``"identity"``:
     $j(i) = i$). With weights $w_i$ (``mask_gen``, times ``mask_ref[i]`` for the
-    identity matcher) and $\bar w = \sum_i w_i$,
+    identity matcher) and $\bar w = \sum_i w_i$, the formulas below hold;
+    ``"reverse"`` swaps the roles: each reference point $j$ inside ``mask_ref`` picks
+    its most similar generated point inside ``mask_gen`` and is weighted by
+    ``mask_ref[j]`` (the direction of OmniPortrait's $p_{gen} = \arg\min$; a
+    generated point may then be matched several times, or never).
 
     * $S = \sum_i w_i \cos(f_i, r_{j(i)}) / \bar w$, the masked mean cosine similarity;
     * ``"dragon"``: $E = p / (\alpha + S)$ (DragonDiffusion's energy family; the
@@ -148,7 +152,8 @@ def feature_energy(
             non-negative), shape ``(n_gen,)`` or the leading shape of ``features_gen``.
         mask_ref (jax.Array | None): reference points that may be matched, shape
             ``(n_ref,)`` or the leading shape of ``features_ref``.
-        matcher (str): ``"nearest"`` or ``"identity"`` (needs ``n_gen == n_ref``).
+        matcher (str): ``"nearest"``, ``"reverse"`` or ``"identity"`` (needs
+            ``n_gen == n_ref``).
         kind (str): ``"dragon"``, ``"cosine"`` or ``"l2"``.
         p (float): the energy's scale, positive.
         alpha (float): the offset of the dragon energy's denominator, positive.
@@ -180,6 +185,8 @@ def feature_energy(
         matched, w = fr, wg * wr
         if is_concrete(w) and not np.any(np.asarray(w) > 0):
             raise ValueError("mask_gen and mask_ref do not overlap (no point has a weight)")
+    elif matcher == "reverse":  # each reference point picks its generated point
+        fg, matched, w = fg[_match(fr, fg, wg)], fr, wr
     else:
         matched, w = fr[_match(fg, fr, wr)], wg
     wsum = jnp.maximum(jnp.sum(w), jnp.finfo(dtype).tiny)

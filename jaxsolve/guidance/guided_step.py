@@ -77,6 +77,7 @@ def guided_step(
     mask=None,
     pivot=None,
     lam: float = 0.0,
+    feature_time: bool = False,
     **energy_options: Any,
 ) -> Callable:
     r"""Wrap a sampler step so that it descends a reference energy late in sampling.
@@ -109,6 +110,8 @@ def guided_step(
             guides every entry.
         pivot (jax.Array | None): the anchor $z_{pivot}$; ``None`` drops the term.
         lam (float): the pivot weight $\lambda \ge 0$.
+        feature_time (bool): call ``feature_fn(z, t)`` instead of ``feature_fn(z)``
+            (DIFT-style features of the denoiser at the current time).
         **energy_options (Any): keywords of `feature_energy` (``kind``, ``matcher``, ``p``,
             ``alpha``, ``mask_gen``, ``mask_ref``).
 
@@ -124,6 +127,8 @@ def guided_step(
     if not callable(step_fn):
         raise TypeError(f"step_fn must be callable, got {type(step_fn).__name__}")
     _check_common(feature_fn, reference, pivot, lam, energy_options)
+    if not isinstance(feature_time, bool):
+        raise TypeError(f"feature_time must be a bool, got {type(feature_time).__name__}")
     if is_concrete(scale) and not np.all(np.asarray(scale) >= 0):
         raise ValueError(f"scale must be non-negative, got {scale}")
     if is_concrete(t_threshold) and np.any(np.isnan(np.asarray(t_threshold))):
@@ -134,10 +139,12 @@ def guided_step(
             raise ValueError("mask must hold non-negative weights (or booleans)")
     reference = jnp.asarray(reference)
 
-    def energy(z):
-        return guidance_energy(z, feature_fn, reference, pivot=pivot, lam=lam, **energy_options)
-
     def guided(z, t, *extra):
+        phi = (lambda z: feature_fn(z, t)) if feature_time else feature_fn
+
+        def energy(z):
+            return guidance_energy(z, phi, reference, pivot=pivot, lam=lam, **energy_options)
+
         z_next = step_fn(z, t, *extra)
         dt = jnp.result_type(z_next)
         if mask is not None and np.ndim(mask) > np.ndim(z_next):

@@ -107,6 +107,18 @@ def test_nearest_matcher_finds_a_permutation():
     assert int(nearest_match(gen, ref, mask_ref=mask_ref)[0]) != int(perm[0])
 
 
+def test_reverse_matcher_on_a_subset():
+    # the reference is a permuted subset of the generated points plus distractors
+    gen = _ref(n=30, c=16, seed=6)
+    perm = jax.random.permutation(jax.random.key(7), 30)[:10]
+    ref = 0.5 * gen[perm]
+    got = feature_energy(gen, ref, matcher="reverse", kind="cosine")
+    np.testing.assert_allclose(got, 0.0, atol=1e-12)
+    g = jax.grad(lambda f: feature_energy(f, ref, matcher="reverse", kind="dragon"))(gen + 0.1)
+    touched = np.flatnonzero(np.abs(np.asarray(g)).sum(1) > 0)
+    np.testing.assert_array_equal(touched, np.sort(np.asarray(perm)))
+
+
 def test_energy_values():
     ref = _ref()
     np.testing.assert_allclose(feature_energy(ref, ref, kind="dragon", p=8.5), 8.5 / 2)
@@ -158,6 +170,32 @@ def test_threshold_turns_guidance_off():
     g = _guided(_mixing_eps, None, ref)
     np.testing.assert_array_equal(g(z, 8), _ddim(_mixing_eps)(z, 8))
     assert float(jnp.max(jnp.abs(g(z, 3) - _ddim(_mixing_eps)(z, 3)))) > 1e-3
+
+
+def test_time_dependent_features_and_inner_solver_in_a_sampler():
+    ref = jnp.zeros((64, 1))
+    seen = []
+
+    def features(z, t):
+        seen.append(t)
+        return (z * (1.0 + t)).reshape(-1, 1)
+
+    step = guided_step(
+        _ddim(_mixing_eps), features, ref, scale=0.1, t_threshold=7, kind="l2",
+        matcher="identity", feature_time=True,
+    )  # fmt: skip
+    z = jax.random.normal(jax.random.key(14), (8, 8))
+    delta = _ddim(_mixing_eps)(z, 3) - step(z, 3)
+    np.testing.assert_allclose(delta, 0.1 * 2 * 16 * z / 64, rtol=1e-12)  # grad of mean (4z)^2
+    assert seen
+    # a few inner gradient steps on the energy per sampling step, under jit
+    opt = latent_optimizer(_pixels, stepsize=0.5, mask=jnp.ones((8, 8)))
+    refine = jax.jit(
+        lambda z: jaxsolve.solve(opt, _ddim(_mixing_eps)(z, 3), (ref, None), max_steps=3).x
+    )
+    out = refine(z)
+    base = _ddim(_mixing_eps)(z, 3)
+    np.testing.assert_allclose(out, base * (1 - 0.5 * 2 / 64) ** 3, rtol=1e-12)
 
 
 def test_vmap_batch_of_256_equals_the_loop():
@@ -238,6 +276,11 @@ def _bad_calls():
             ValueError,
             "mask",
             lambda: guided_step(step, _pixels, ref, scale=1, t_threshold=1, mask=-jnp.ones((8, 8))),
+        ),  # fmt: skip
+        (
+            TypeError,
+            "feature_time",
+            lambda: guided_step(step, _pixels, ref, scale=1, t_threshold=1, feature_time=1),
         ),  # fmt: skip
         (ValueError, "stepsize", lambda: latent_optimizer(_pixels, stepsize=0.0)),
         (ValueError, "lam", lambda: latent_optimizer(_pixels, lam=-0.5)),
