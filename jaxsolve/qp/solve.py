@@ -199,7 +199,7 @@ def _on_cpu() -> bool:
     return jax.default_backend() == "cpu"
 
 
-def _vmappable_single(solver, x0, qp, tol, max_steps, implicit, batch_kw):
+def _vmappable_single(solver, x0, qp, tol, max_steps, implicit, batch_kw, history=False):
     """One QP whose ``jax.vmap`` runs the lockstep batch (CPU).
 
     A user's ``jax.jit(jax.vmap(lambda p: solve_qp(p)))`` would otherwise vmap the
@@ -211,14 +211,16 @@ def _vmappable_single(solver, x0, qp, tol, max_steps, implicit, batch_kw):
     not). Here ``jax.vmap`` of a single solve runs the lockstep batch instead (its
     chunks of at most 32 lanes, the batch path ``solve_qp`` takes for a batched QP on
     CPU, 0.4-0.55x the CPU time of one problem after another): the same statuses and
-    answers at ``tol``. Implicit derivatives stay exact: a ``custom_jvp`` outside the
-    ``custom_vmap`` differentiates the KKT conditions at the solution.
+    answers at ``tol``. With ``history=True`` (or per-lane tolerances) the lanes run one
+    after another (``lax.map``) instead. Implicit derivatives stay exact: a
+    ``custom_jvp`` outside the ``custom_vmap`` differentiates the KKT conditions at the
+    solution.
     """
     tol_a = jnp.asarray(tol, qp.q.dtype)
 
     @jax.custom_batching.custom_vmap
     def primal(x0, qp, tol_a):
-        return solve(solver, x0, qp, tol=tol_a, max_steps=max_steps)
+        return solve(solver, x0, qp, tol=tol_a, max_steps=max_steps, history=history)
 
     @primal.def_vmap
     def _rule(axis_size, in_batched, x0, qp, tol_a):
@@ -227,10 +229,16 @@ def _vmappable_single(solver, x0, qp, tol, max_steps, implicit, batch_kw):
 
         x0b = jax.tree.map(bcast, x0, in_batched[0])
         qpb = jax.tree.map(bcast, qp, in_batched[1])
-        if in_batched[2]:
-            # per-lane tolerances: the lockstep batch takes one; the plain vmap keeps them
-            one = lambda a, b, t: solve(solver, a, b, tol=t, max_steps=max_steps)  # noqa: E731
-            sol = jax.vmap(one)(x0b, qpb, tol_a)
+        if in_batched[2] or history:
+            # per-lane tolerances or a per-step history (the lockstep batch takes one tol
+            # and records none): the lanes one after another (lax.map), each an unbatched
+            # solve, so no batched LAPACK call is made inside the loop
+            tb = tol_a if in_batched[2] else jnp.broadcast_to(tol_a, (axis_size,))
+
+            def one(a):
+                return solve(solver, a[0], a[1], tol=a[2], max_steps=max_steps, history=history)
+
+            sol = jax.lax.map(one, (x0b, qpb, tb))
         else:
             sol = solve_qp(
                 qpb,
@@ -468,9 +476,9 @@ def solve_qp(
         sol = solve_batch(solver, x0, qp, tol=tol, max_steps=max_steps, compact=compact)
     elif batched:
         sol = jax.vmap(one)(x0, qp)
-    elif loop == "while" and not history and batch_arg in ("auto", "lockstep") and _on_cpu():
+    elif loop == "while" and batch_arg in ("auto", "lockstep") and _on_cpu():
         sol = _vmappable_single(
-            solver, x0, qp, tol, max_steps, implicit, dict(user_hyper, compact=None)
+            solver, x0, qp, tol, max_steps, implicit, dict(user_hyper, compact=None), history
         )
     else:
         sol = one(x0, qp)

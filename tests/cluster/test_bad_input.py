@@ -69,6 +69,7 @@ def test_small_n_no_rank_error_and_optimal_partition():
     assert abs(got - best) <= 1e-12
 
 
+@pytest.mark.slow
 def test_restarts_never_worse_than_one_run():
     x, _ = mixture(3, n=90, d=3, k=3, gap=2.0)
     l1, c1, _ = kmeans(x, 3, key=_KEY)

@@ -22,9 +22,10 @@ _PROGRAM = textwrap.dedent(
     base = problems.random_qp(jax.random.key(0), 20, 40)
     import sys
     lanes = int(sys.argv[1])
+    history = sys.argv[2] == "history"
     qs = jax.random.normal(jax.random.key(1), (lanes, 20))
     batch = jax.vmap(lambda q: base._replace(q=q))(qs)
-    sol = jax.jit(jax.vmap(lambda p: solve_qp(p, tol=1e-4, max_steps=20000)))(batch)
+    sol = jax.jit(jax.vmap(lambda p: solve_qp(p, tol=1e-4, max_steps=20000, history=history)))(batch)
     jax.block_until_ready(sol)
     st = np.asarray(sol.status)
     # each lane's own KKT residual at the returned point, recomputed here
@@ -39,12 +40,23 @@ _PROGRAM = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("lanes", [256, pytest.param(1024, marks=pytest.mark.slow)])
-def test_jit_vmap_solve_qp_many_lanes_returns(lanes):
+@pytest.mark.parametrize(
+    "lanes,mode",
+    [
+        (256, "plain"),
+        pytest.param(1024, "plain", marks=pytest.mark.slow),
+        pytest.param(256, "history", marks=pytest.mark.slow),
+    ],
+)
+def test_jit_vmap_solve_qp_many_lanes_returns(lanes, mode):
     """256 lanes hung as 1024 did (192 did not); the 1024-lane case of the issue is slow
-    (about 25 s, mostly compilation)."""
+    (about 25 s, mostly compilation), and so is ``history=True`` (the lanes then run one
+    after another: it hung the same way)."""
     out = subprocess.run(
-        [sys.executable, "-c", _PROGRAM, str(lanes)], capture_output=True, text=True, timeout=240
+        [sys.executable, "-c", _PROGRAM, str(lanes), mode],
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
     assert out.returncode == 0, out.stderr[-3000:]
     lines = dict(line.split(" ", 1) for line in out.stdout.splitlines() if " " in line)
