@@ -1,4 +1,4 @@
-"""Black-box and quality-diversity search: CMA-ES, grid archives, CMA-MAE, AutoQD descriptors."""
+"""Black-box and quality-diversity search: CMA-ES, grid archives, CMA-MAE, AutoQD descriptors, generative batch BO."""
 
 from jaxsolve.blackbox.archives import (
     AddInfo,
@@ -27,8 +27,40 @@ from jaxsolve.blackbox.cma_es import (
     cma_es_solver,
 )
 from jaxsolve.blackbox.cma_mae import CMAMAE, MAEState, cma_mae, sphere_linear_projection
+from jaxsolve.blackbox.genbo import (
+    DiagonalGaussian,
+    GenBO,
+    GenBOState,
+    MeanFieldCategorical,
+    UniformBox,
+    balanced_forward_kl_loss,
+    ei,
+    forward_kl_loss,
+    genbo,
+    pi,
+    preference_loss,
+    quantile_threshold,
+    random_pairs,
+    robust_preference_loss,
+    soft_ei,
+)
 
 __all__ = [
+    "DiagonalGaussian",
+    "GenBO",
+    "GenBOState",
+    "MeanFieldCategorical",
+    "UniformBox",
+    "balanced_forward_kl_loss",
+    "ei",
+    "forward_kl_loss",
+    "genbo",
+    "pi",
+    "preference_loss",
+    "quantile_threshold",
+    "random_pairs",
+    "robust_preference_loss",
+    "soft_ei",
     "RFF",
     "Descriptor",
     "fit_descriptors",

@@ -1,0 +1,412 @@
+r"""Generative batch Bayesian optimization (GenBO): a generative model trained on utilities is the batch sampler.
+
+Oliveira, Steinberg and Bonilla, "Generative Bayesian Optimization: Generative Models
+as Acquisition Functions" (ICLR 2026, arXiv 2510.25240). Maximization. Round $t$
+fits a model $q$ toward $p^*_t(x) \propto p_0(x)\, a_t(x)$, the prior times the
+expected utility of the observations, *directly from the utilities of the observed
+points* (no surrogate regression), then samples the next batch from $q$.
+
+**Utilities** of an observation $y$ against a threshold $\tau$ (annealed: the
+``quantile`` of the values seen so far): PI $1[y \ge \tau]$, EI $\max(y - \tau, 0)$,
+soft EI $\mathrm{softplus}(y - \tau)$, or the value $y$ itself.
+
+**Losses** (each a pure function, tested on its own):
+
+* preference (Bradley-Terry, DPO-style) on pairs $(i, j)$ with $u_i \ne u_j$:
+  $-\log\sigma(\eta\,\mathrm{sign}(u_i - u_j)(r_i - r_j))$, $r = \log q - \log p_0$; its
+  minimizer is $q \propto p_0 \exp(E[u]/\eta)$ in the Bradley-Terry model;
+* robust preference (label flips with probability $\epsilon$, Chowdhury et al. 2024):
+  $[(1 - \epsilon)\ell(\Delta u) - \epsilon\,\ell(-\Delta u)] / (1 - 2\epsilon)$, unbiased for the
+  clean loss. It is not bounded below (the second term rewards ever larger margins), so a
+  flexible model trained on it for long can run away: measured on Ackley-20 it did
+  worse than random search (`bench/results/blackbox.md`); prefer the plain preference
+  loss unless labels are known to flip;
+* forward KL with importance weights $w_i = p_0(x_i)/q_{\text{prev}}(x_i)$ (the proposal
+  $x_i$ was drawn from): $-\frac1n\sum_i w_i u_i \log q(x_i)$;
+* balanced forward KL: adds $\frac1n\sum_i q(x_i)/q_{\text{prev}}(x_i)$, which penalizes
+  mass where the utility is zero; its minimizer is $q = p_0 u / Z$ exactly.
+
+**Models** are ``equinox`` modules with ``log_prob`` and ``sample``: `DiagonalGaussian`
+on a box (samples clipped to the box; its density is that of the unclipped
+Gaussian) and `MeanFieldCategorical` over sequences.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+__all__ = [
+    "pi",
+    "ei",
+    "soft_ei",
+    "value",
+    "quantile_threshold",
+    "random_pairs",
+    "preference_loss",
+    "robust_preference_loss",
+    "forward_kl_loss",
+    "balanced_forward_kl_loss",
+    "DiagonalGaussian",
+    "MeanFieldCategorical",
+    "UniformBox",
+    "GenBOState",
+    "GenBO",
+    "genbo",
+]
+
+
+# --- utilities -------------------------------------------------------------------------------
+
+
+def pi(y, tau):
+    """Probability of improvement utility $1[y \\ge \\tau]$."""
+    return (y >= tau).astype(jnp.result_type(y, float))
+
+
+def ei(y, tau):
+    """Expected improvement utility $\\max(y - \\tau, 0)$."""
+    return jnp.maximum(y - tau, 0)
+
+
+def soft_ei(y, tau):
+    """Soft expected improvement $\\mathrm{softplus}(y - \\tau)$ (positive everywhere)."""
+    return jax.nn.softplus(y - tau)
+
+
+def value(y, tau=None):
+    """The value itself (needs a loss that accepts negative utilities: the preference ones)."""
+    return y
+
+
+def quantile_threshold(y, q: float, mask=None):
+    """The ``q``-quantile of the observed values (``mask``: which entries are observed)."""
+    y = jnp.asarray(y)
+    m = jnp.ones(y.shape, bool) if mask is None else mask
+    ys = jnp.sort(jnp.where(m, y, jnp.inf))
+    n = jnp.sum(m)
+    i = jnp.clip(jnp.floor(q * (n - 1)).astype(jnp.int32), 0, y.shape[0] - 1)
+    return ys[i]
+
+
+# --- losses -----------------------------------------------------------------------------------
+
+
+def _pair_terms(r, u, mask, pairs, labels):
+    if pairs is None:  # every pair i < j
+        dr = r[:, None] - r[None, :]
+        du = u[:, None] - u[None, :]
+        pair = jnp.triu((du != 0) & mask[:, None] & mask[None, :], k=1)
+        return dr, jnp.sign(du), pair
+    i, j = pairs
+    s = jnp.sign(u[i] - u[j]) if labels is None else jnp.sign(labels)
+    return r[i] - r[j], s, (s != 0) & mask[i] & mask[j] & (i != j)
+
+
+def random_pairs(key, n: int, per_point: int = 8):
+    """``per_point`` random partners for each of ``n`` points: index arrays ``(i, j)``.
+
+    All $n^2/2$ pairs cost quadratic time and memory in the number of observations;
+    random pairs keep the loss an unbiased estimate of the all-pairs mean at $O(n)$.
+    """
+    i = jnp.tile(jnp.arange(n), per_point)
+    j = jax.vmap(lambda k: jax.random.permutation(k, n))(jax.random.split(key, per_point)).ravel()
+    return i, j
+
+
+def preference_loss(r, u, eta: float = 1.0, mask=None, pairs=None, labels=None):
+    """Bradley-Terry loss over pairs of distinct utility; ``r = log q - log p0``.
+
+    ``pairs``: ``(i, j)`` index arrays (e.g. `random_pairs`); default every pair.
+    ``labels``: observed preferences per pair (+1: ``i`` preferred, -1: ``j``) instead of
+    the signs of the utility differences.
+    """
+    m = jnp.ones(r.shape, bool) if mask is None else mask
+    dr, s, pair = _pair_terms(r, u, m, pairs, labels)
+    terms = -jax.nn.log_sigmoid(eta * s * dr)
+    return jnp.sum(jnp.where(pair, terms, 0)) / jnp.maximum(jnp.sum(pair), 1)
+
+
+def robust_preference_loss(
+    r, u, eta: float = 1.0, flip: float = 0.1, mask=None, pairs=None, labels=None
+):
+    """The preference loss corrected for labels flipped with probability ``flip`` < 1/2."""
+    if not 0 <= flip < 0.5:
+        raise ValueError(f"flip must be in [0, 0.5), got {flip!r}")
+    m = jnp.ones(r.shape, bool) if mask is None else mask
+    dr, s, pair = _pair_terms(r, u, m, pairs, labels)
+    clean = -jax.nn.log_sigmoid(eta * s * dr)
+    flipped = -jax.nn.log_sigmoid(-eta * s * dr)
+    terms = ((1 - flip) * clean - flip * flipped) / (1 - 2 * flip)
+    return jnp.sum(jnp.where(pair, terms, 0)) / jnp.maximum(jnp.sum(pair), 1)
+
+
+def forward_kl_loss(log_q, u, log_w=None, mask=None):
+    """$-\\frac1n\\sum_i w_i u_i \\log q(x_i)$ (``log_w``: log importance weights, default 0)."""
+    m = jnp.ones(log_q.shape, bool) if mask is None else mask
+    w = jnp.ones_like(log_q) if log_w is None else jnp.exp(log_w)
+    n = jnp.maximum(jnp.sum(m), 1)
+    return -jnp.sum(jnp.where(m, w * u * log_q, 0)) / n
+
+
+def balanced_forward_kl_loss(log_q, u, log_q_prev, log_p0, mask=None):
+    """Balanced forward KL: $\\frac1n\\sum_i [-\\frac{p_0}{q_{\\text{prev}}} u_i \\log q(x_i)
+    + \\frac{q(x_i)}{q_{\\text{prev}}(x_i)}]$ for $x_i \\sim q_{\\text{prev}}$."""
+    m = jnp.ones(log_q.shape, bool) if mask is None else mask
+    w = jnp.exp(log_p0 - log_q_prev)
+    ratio = jnp.exp(log_q - log_q_prev)
+    n = jnp.maximum(jnp.sum(m), 1)
+    return jnp.sum(jnp.where(m, -w * u * log_q + ratio, 0)) / n
+
+
+# --- models -----------------------------------------------------------------------------------
+
+
+class DiagonalGaussian(eqx.Module):
+    """$N(\\text{mean}, \\text{diag}(e^{2\\,\\text{log\\_std}}))$, samples clipped to ``[lower, upper]``."""
+
+    mean: jax.Array
+    log_std: jax.Array
+    lower: jax.Array
+    upper: jax.Array
+
+    def log_prob(self, x):
+        z = (x - self.mean) * jnp.exp(-self.log_std)
+        return jnp.sum(-0.5 * z**2 - self.log_std - 0.5 * jnp.log(2 * jnp.pi), axis=-1)
+
+    def sample(self, key, n: int):
+        z = jax.random.normal(key, (n,) + self.mean.shape, self.mean.dtype)
+        return jnp.clip(self.mean + jnp.exp(self.log_std) * z, self.lower, self.upper)
+
+
+class UniformBox(eqx.Module):
+    """The uniform prior on ``[lower, upper]``."""
+
+    lower: jax.Array
+    upper: jax.Array
+
+    def log_prob(self, x):
+        inside = jnp.all((x >= self.lower) & (x <= self.upper), axis=-1)
+        return jnp.where(inside, -jnp.sum(jnp.log(self.upper - self.lower)), -jnp.inf)
+
+    def sample(self, key, n: int):
+        return jax.random.uniform(
+            key, (n,) + self.lower.shape, self.lower.dtype, self.lower, self.upper
+        )
+
+
+class MeanFieldCategorical(eqx.Module):
+    """Independent categorical positions: ``logits`` ``(length, n_states)``; samples are ints."""
+
+    logits: jax.Array
+
+    def log_prob(self, x):
+        lp = jax.nn.log_softmax(self.logits, axis=-1)
+        return jnp.sum(lp[jnp.arange(lp.shape[0]), x], axis=-1)
+
+    def sample(self, key, n: int):
+        return jax.random.categorical(key, self.logits, shape=(n,) + self.logits.shape[:-1])
+
+
+# --- the BO loop --------------------------------------------------------------------------------
+
+_UTILITIES = {"pi": pi, "ei": ei, "soft_ei": soft_ei, "value": value}
+_LOSSES = ("preference", "robust_preference", "forward_kl", "balanced_forward_kl")
+
+
+class GenBOState(NamedTuple):
+    """The loop's state: the model, its optimizer state, the data buffer and the key.
+
+    ``X``/``y``/``log_q_prev``/``observed`` hold every point evaluated so far (a fixed
+    buffer; ``observed`` marks the filled rows); ``best_x``/``best_y`` the best point.
+    """
+
+    model: Any
+    opt_state: Any
+    X: jax.Array
+    y: jax.Array
+    log_q_prev: jax.Array
+    observed: jax.Array
+    count: jax.Array
+    round: jax.Array
+    best_x: jax.Array
+    best_y: jax.Array
+    key: jax.Array
+
+
+class GenBO(eqx.Module):
+    """The GenBO loop (see the module docstring); build it with `genbo`."""
+
+    prior: Any
+    utility: Callable = eqx.field(static=True)
+    loss: str = eqx.field(static=True)
+    batch_size: int = eqx.field(static=True)
+    capacity: int = eqx.field(static=True)
+    fit_steps: int = eqx.field(static=True)
+    learning_rate: float
+    quantile: float
+    eta: float
+    flip: float
+
+    def _opt(self):
+        return optax.adam(self.learning_rate)
+
+    def init(self, model, X0, y0, key) -> GenBOState:
+        """Start from initial observations ``(X0, y0)`` (drawn from the prior)."""
+        X0, y0 = jnp.asarray(X0), jnp.asarray(y0)
+        n0 = X0.shape[0]
+        X = jnp.zeros((self.capacity,) + X0.shape[1:], X0.dtype).at[:n0].set(X0)
+        y = jnp.zeros(self.capacity, y0.dtype).at[:n0].set(y0)
+        lq = jnp.zeros(self.capacity, y0.dtype).at[:n0].set(self.prior.log_prob(X0))
+        obs = jnp.zeros(self.capacity, bool).at[:n0].set(jnp.isfinite(y0))
+        yb = jnp.where(jnp.isfinite(y0), y0, -jnp.inf)
+        i = jnp.argmax(yb)
+        params, _ = eqx.partition(model, eqx.is_inexact_array)
+        return GenBOState(
+            model,
+            self._opt().init(params),
+            X,
+            y,
+            lq,
+            obs,
+            jnp.int32(n0),
+            jnp.int32(0),
+            X0[i],
+            yb[i],
+            key,
+        )
+
+    def _loss(self, model, state, u, pairs):
+        lq = model.log_prob(state.X)
+        lp0 = self.prior.log_prob(state.X)
+        m = state.observed
+        if self.loss == "preference":
+            return preference_loss(lq - lp0, u, self.eta, m, pairs)
+        if self.loss == "robust_preference":
+            return robust_preference_loss(lq - lp0, u, self.eta, self.flip, m, pairs)
+        if self.loss == "forward_kl":
+            return forward_kl_loss(lq, u, lp0 - state.log_q_prev, m)
+        return balanced_forward_kl_loss(lq, u, state.log_q_prev, lp0, m)
+
+    def fit(self, state: GenBOState) -> GenBOState:
+        """``fit_steps`` Adam steps of the loss on all observations (utilities at the
+        current threshold)."""
+        tau = quantile_threshold(state.y, self.quantile, state.observed)
+        u = jnp.where(state.observed, self.utility(state.y, tau), 0)
+        # all-zero utilities (nothing above the threshold yet) would give a zero loss
+        # for the KL losses: fall back to PI at the median, which is never all zero
+        med = quantile_threshold(state.y, 0.5, state.observed)
+        u = jnp.where(
+            jnp.any(u > 0) | (self.loss in ("preference", "robust_preference")),
+            u,
+            jnp.where(state.observed, pi(state.y, med), 0),
+        )
+        params, static = eqx.partition(state.model, eqx.is_inexact_array)
+        opt = self._opt()
+        key, sub = jax.random.split(state.key)
+        pairs = random_pairs(sub, self.capacity) if self.loss.endswith("preference") else None
+        state = state._replace(key=key)
+
+        def step(carry, _):
+            p, s = carry
+            g = jax.grad(lambda p: self._loss(eqx.combine(p, static), state, u, pairs))(p)
+            upd, s = opt.update(g, s, p)
+            return (optax.apply_updates(p, upd), s), None
+
+        (params, opt_state), _ = jax.lax.scan(
+            step, (params, state.opt_state), None, length=self.fit_steps
+        )
+        return state._replace(model=eqx.combine(params, static), opt_state=opt_state)
+
+    def ask(self, state: GenBOState):
+        """Fit, then ``(X, state)``: the next batch sampled from the fitted model."""
+        state = self.fit(state)
+        key, sub = jax.random.split(state.key)
+        X = state.model.sample(sub, self.batch_size)
+        return X, state._replace(key=key)
+
+    def tell(self, state: GenBOState, X, y) -> GenBOState:
+        """Record the batch's observations; NaN observations are kept out of the fit."""
+        y = jnp.asarray(y, state.y.dtype)
+        idx = state.count + jnp.arange(self.batch_size)
+        ok = jnp.isfinite(y) & (idx < self.capacity)
+        lq = state.model.log_prob(X)
+        yb = jnp.where(ok, y, -jnp.inf)
+        i = jnp.argmax(yb)
+        better = yb[i] > state.best_y
+        return state._replace(
+            X=state.X.at[idx].set(X, mode="drop"),
+            y=state.y.at[idx].set(jnp.where(ok, y, 0), mode="drop"),
+            log_q_prev=state.log_q_prev.at[idx].set(lq, mode="drop"),
+            observed=state.observed.at[idx].set(ok, mode="drop"),
+            count=state.count + self.batch_size,
+            round=state.round + 1,
+            best_x=jnp.where(better, X[i], state.best_x),
+            best_y=jnp.where(better, yb[i], state.best_y),
+        )
+
+    def run(self, objective: Callable, state: GenBOState, rounds: int):
+        """``rounds`` rounds for a JAX ``objective(X) -> y`` (batched), in one ``lax.scan``;
+        returns ``(state, best_y per round)``."""
+
+        def body(state, _):
+            X, state = self.ask(state)
+            state = self.tell(state, X, objective(X))
+            return state, state.best_y
+
+        return jax.lax.scan(body, state, None, length=int(rounds))
+
+
+def genbo(
+    prior,
+    *,
+    utility: str = "ei",
+    loss: str = "balanced_forward_kl",
+    batch_size: int,
+    rounds: int,
+    n_initial: int,
+    fit_steps: int = 100,
+    learning_rate: float = 0.05,
+    quantile: float = 0.9,
+    eta: float = 1.0,
+    flip: float = 0.1,
+) -> GenBO:
+    """The GenBO loop: ``prior`` ($p_0$, with ``log_prob``), a utility by name, a loss by name.
+
+    The data buffer holds ``n_initial + rounds * batch_size`` points. ``quantile`` sets
+    the annealed threshold $\\tau$ (the quantile of the values observed so far).
+    """
+    if utility not in _UTILITIES:
+        raise ValueError(f"utility must be one of {sorted(_UTILITIES)}, got {utility!r}")
+    if loss not in _LOSSES:
+        raise ValueError(f"loss must be one of {_LOSSES}, got {loss!r}")
+    if utility == "value" and loss in ("forward_kl", "balanced_forward_kl"):
+        raise ValueError("the KL losses need non-negative utilities: use pi, ei or soft_ei")
+    for name, v in (
+        ("batch_size", batch_size),
+        ("rounds", rounds),
+        ("n_initial", n_initial),
+        ("fit_steps", fit_steps),
+    ):
+        if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    if not 0 < quantile < 1:
+        raise ValueError(f"quantile must be in (0, 1), got {quantile!r}")
+    return GenBO(
+        prior,
+        _UTILITIES[utility],
+        loss,
+        int(batch_size),
+        int(n_initial + rounds * batch_size),
+        int(fit_steps),
+        float(learning_rate),
+        float(quantile),
+        float(eta),
+        float(flip),
+    )
