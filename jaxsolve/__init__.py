@@ -36,10 +36,10 @@ _SUBPACKAGES = (
     "evaluation",
     "first_order",
     "frank_wolfe",
+    "guidance",
     "layers",
     "losses",
     "manifolds",
-    "nlp",
     "ot",
     "projections",
     "qp",
@@ -59,6 +59,11 @@ def __getattr__(name):
     if name in _SUBPACKAGES:
         return importlib.import_module(f"jaxsolve.{name}")
     raise AttributeError(f"module 'jaxsolve' has no attribute {name!r}")
+
+
+def __dir__():
+    # the lazy families show up in tab completion too
+    return sorted(set(globals()) | set(_SUBPACKAGES))
 
 
 __all__ = [

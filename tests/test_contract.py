@@ -19,8 +19,8 @@ through the same checks in ``tests/core/test_protocol.py``):
 * frank_wolfe.conditional_gradient, frank_wolfe.optimistic
 * regret.regret_matching
 * second_order.gradient_regularized_newton, second_order.gauss_newton
-* distributed.ds_admm and its baselines, submodular.aapga / pga, blackbox.cma_es_solver
-  (AbstractSolver)
+* distributed.ds_admm and its baselines, submodular.aapga / pga, blackbox.cma_es_solver,
+  guidance.latent_optimizer (AbstractSolver)
 """
 
 import importlib
@@ -43,6 +43,7 @@ FAMILIES = (
     "distributed",
     "submodular",
     "blackbox",
+    "guidance",
 )
 
 REGISTRY = [
