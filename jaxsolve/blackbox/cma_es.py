@@ -175,7 +175,8 @@ def _lazy_gap(dim, popsize, mu, separable):
     c1 = 2 / ((dim + 1.3) ** 2 + mueff)
     cmu = min(1 - c1, 2 * (mueff - 2 + 1 / mueff) / ((dim + 2) ** 2 + mueff))
     evals = 0.5 * dim * popsize / ((c1 + cmu) * dim**2)
-    return max(1, int(evals // popsize))
+    # refreshed once more than `evals` evaluations have passed since the last refresh
+    return max(1, int(evals // popsize) + 1)
 
 
 def cma_es(

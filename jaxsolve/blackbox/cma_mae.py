@@ -74,7 +74,7 @@ class CMAMAE(eqx.Module):
         X = jax.vmap(self.es.ask)(state.emitters, keys)
         return X, state._replace(key=key)
 
-    def tell(self, state: MAEState, solutions, objective, measures) -> MAEState:
+    def tell(self, state: MAEState, solutions, objective, measures, *, refresh=None) -> MAEState:
         """Add all samples to both archives, update and (when stuck) restart each emitter.
 
         ``objective`` ``(n_emitters, batch_size)`` (higher is better, NaN worst) and
@@ -93,8 +93,12 @@ class CMAMAE(eqx.Module):
         ems = jax.vmap(lambda e, x, f: self.es.tell(e, x, f, refresh=False))(
             state.emitters, solutions, fitness
         )
+        if refresh is None:
+            refresh = (state.iteration + 1) % self.es.eigen_every == 0
+        # (`run` passes the decision from its loop index: unbatched under a vmap over
+        # seeds, so the eigendecompositions stay a conditional instead of running always)
         ems = jax.lax.cond(
-            (state.iteration + 1) % self.es.eigen_every == 0,
+            refresh,
             lambda e: jax.lax.map(lambda s: self.es.refresh(s), e),
             lambda e: e,
             ems,
@@ -127,14 +131,17 @@ class CMAMAE(eqx.Module):
         ``(state, stats)`` with the result archive's stats after each iteration.
         """
 
-        def body(state, _):
+        def body(state, i):
             X, state = self.ask(state)
             E, B, n = X.shape
             obj, meas = evaluate(X.reshape(E * B, n))
-            state = self.tell(state, X, obj.reshape(E, B), meas.reshape(E, B, -1))
+            refresh = (i + 1) % self.es.eigen_every == 0
+            state = self.tell(state, X, obj.reshape(E, B), meas.reshape(E, B, -1), refresh=refresh)
             return state, (self.result_archive.stats(state.result) if record else None)
 
-        return jax.lax.scan(body, state, None, length=int(iterations))
+        # the loop index assumes the run starts at a multiple of eigen_every iterations
+        # (state.iteration), as every run from `init` does
+        return jax.lax.scan(body, state, jnp.arange(int(iterations)))
 
 
 def cma_mae(

@@ -82,7 +82,10 @@ def _pycma_evals(fun, x0, sigma0, target, seed, budget):
     return es.countevals if es.result.fbest <= target else np.inf
 
 
-@pytest.mark.parametrize("name", ["sphere", "rosenbrock"])
+@pytest.mark.parametrize(
+    "name",
+    ["sphere", pytest.param("rosenbrock", marks=pytest.mark.slow)],  # 8 s: test-slow
+)
 def test_cma_es_matches_pycma_evaluations_to_a_target(name):
     """Evaluations to reach f <= 1e-8, medians over 5 seeds: within 1.5x of pycma's
     (pycma has active covariance updates, which jaxsolve's plain CMA-ES lacks)."""

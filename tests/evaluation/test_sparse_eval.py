@@ -151,6 +151,7 @@ def test_sweep_over_k_and_seeds_equals_separate_runs(bench):
         )
 
 
+@pytest.mark.slow  # four fits with their own compilations (about 10 s)
 def test_baselines_run_on_the_same_split(bench):
     Y, acc = bench.Y, np.asarray(bench.accuracy)
     tr, _, te = ev.split_models(jax.random.key(4), 700, 100, 100)
