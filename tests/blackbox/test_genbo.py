@@ -60,7 +60,7 @@ def test_balanced_forward_kl_minimizer_is_prior_times_utility():
 def test_preference_loss_recovers_the_bradley_terry_optimum():
     # observed utility = u + Gumbel noise gives P(i beats j) = sigmoid(u_i - u_j)
     u = jnp.asarray([0.0, 0.7, -0.4, 1.5])
-    reps, eta = 300, 1.0
+    reps, eta = 150, 1.0
     state = jnp.repeat(jnp.arange(4), reps)
     noisy = u[state] + jax.random.gumbel(jax.random.key(0), state.shape)
 
@@ -127,6 +127,7 @@ def _ackley(X):
     )
 
 
+@pytest.mark.slow  # a 10-round BO loop for 3 seeds plus a single run (15 s)
 def test_genbo_beats_random_search_and_vmaps_over_seeds():
     d, B, T = 10, 50, 10
     lo, hi = jnp.full(d, -5.0), jnp.full(d, 10.0)

@@ -12,7 +12,13 @@ ribs = pytest.importorskip("ribs")
 
 
 @pytest.mark.parametrize(
-    "learning_rate, threshold_min", [(0.01, 0.0), (None, -np.inf), (0.5, -3.0), (0.0, 0.0)]
+    "learning_rate, threshold_min",
+    [
+        (0.01, 0.0),
+        (None, -np.inf),
+        pytest.param(0.5, -3.0, marks=pytest.mark.slow),
+        pytest.param(0.0, 0.0, marks=pytest.mark.slow),
+    ],
 )
 def test_grid_archive_add_matches_pyribs(learning_rate, threshold_min):
     from ribs.archives import GridArchive
@@ -162,6 +168,7 @@ def _ribs_sphere(n, iters, seed):
     return result.stats.norm_qd_score, result.stats.coverage
 
 
+@pytest.mark.slow  # 3 pyribs runs and 2 compiled CMA-MAE loops (20 s)
 def test_cma_mae_tracks_pyribs_and_vmap_over_seeds_equals_the_loop():
     n, iters = 20, 60
     mb = n / 2 * 5.12

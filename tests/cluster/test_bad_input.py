@@ -51,6 +51,7 @@ def test_k_equals_n_every_point_its_own_cluster():
     assert int(sol.status) == Status.SUCCESS
 
 
+@pytest.mark.slow  # enumerates every partition of small problems (11 s)
 def test_small_n_no_rank_error_and_optimal_partition():
     """n = 4, k = 3: the default rank (k + 1 = 4 = n) is valid; the answer is the exact
     optimum (by enumeration of all partitions into 3 nonempty clusters)."""

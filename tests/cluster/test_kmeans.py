@@ -440,6 +440,7 @@ def test_datasets_vs_sklearn(name):
     _check_vs_sklearn(name)
 
 
+@pytest.mark.slow  # the 1797-point digits run (10 s)
 def test_digits_vs_sklearn():
     """digits (n = 1797, d = 64, K = 10) at the default barrier: the solve converges (6
     steps) and the best of the three roundings is within 2% of sklearn KMeans(n_init=10)

@@ -207,6 +207,7 @@ def test_bad_input_raises_before_tracing():
         D.make_problem((A, b), np.asarray(W) + np.triu(np.full_like(np.asarray(W), 1e-3), 1), 0.1)
 
 
+@pytest.mark.slow  # implicit gradient against 2 finite-difference solves (10 s)
 def test_implicit_gradient_matches_finite_differences():
     """d/db of a linear function of the decentralized logistic solution: implicit
     differentiation of `optimality` against central differences of tight solves."""

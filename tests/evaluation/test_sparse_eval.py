@@ -80,6 +80,7 @@ def test_duplicates_are_refilled_and_padding_is_inert():
     np.testing.assert_allclose(np.asarray(w5p)[5:], 0)
 
 
+@pytest.mark.slow  # eager finite differences of the MSE (10 s)
 def test_importance_scores_are_the_saliency_and_the_residual_correlation(bench):
     Y = bench.Y.astype(jnp.float64)
     y = Y.mean(1)

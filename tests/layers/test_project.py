@@ -132,6 +132,7 @@ def _violation64(x, A, G, h, X):
     return np.maximum(np.abs(x @ A.T - X).max(1), np.maximum(x @ G.T - h, 0).max(1))
 
 
+@pytest.mark.slow  # float32 projections with long rows (7 s)
 def test_float32_violation_with_long_rows():
     """DC3 300/150/150 with rows scaled by 3: float32 matmul rounding of the polish leaves
     violations of 3e-5 and a plain float32 residual cannot see them (measured 3.0e-5 with

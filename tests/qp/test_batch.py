@@ -129,6 +129,7 @@ def test_inverses_by_halves(n):
     assert np.all(np.isnan(np.asarray(_spd_inverse(jnp.asarray(bad)))[-1]))
 
 
+@pytest.mark.slow  # batches above the split order compile the block inverses (14 s)
 def test_lockstep_batch_above_split_order():
     """A batch with n = 40 > 32 runs its KKT inverse by halves: same answers as OSQP."""
     n, m = 40, 60

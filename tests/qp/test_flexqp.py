@@ -592,6 +592,7 @@ def test_gradients_all_leaves_implicit_unrolled_fd():
         assert abs(ga) > 1e-3 and abs(ga - gb) <= 1e-6 * max(1, abs(ga))
 
 
+@pytest.mark.slow  # vmap(grad) and jit(grad) of batched QPs (14 s); the contract checks gradients
 def test_gradient_under_vmap_and_jit():
     """jit(vmap(grad)) equals the per-lane grad (at the single-solve shape and options of
     the tests above, so the per-lane solves reuse their compilation)."""

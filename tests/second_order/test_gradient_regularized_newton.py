@@ -99,6 +99,7 @@ def test_logistic_breast_cancer_matches_sklearn_and_beats_lbfgs(cancer):
     assert int(sol.num_steps) <= 15
 
 
+@pytest.mark.slow  # digits softmax regression against scikit-learn and L-BFGS (7 s)
 def test_softmax_digits_matches_sklearn_and_beats_lbfgs(digits):
     X, y, args, x0, clf = digits
     solver = gradient_regularized_newton(softmax_objective, linear_solver="cg", cg_maxiter=200)

@@ -92,6 +92,7 @@ def test_weight_normalization_linear_vs_plain_gd_kappa50():
     assert e_tiny <= 1e-8 and first_wn > 3000, (e_tiny, first_wn)
 
 
+@pytest.mark.slow  # several ranks to 1e-8 (8 s)
 def test_overparameterization_shortens_burn_in_not_tail():
     """kappa=10, 5 starts per rank, medians, eta=1.75 for every r (the best of a grid for each
     rank: near the stability limit ~2, see bench/sensing.py). More overparameterization

@@ -62,6 +62,7 @@ def test_acceleration_needs_fewer_gradients_than_pga():
     assert grads[np.argmax(reached)] <= 0.5 * int(plain.state.num_grads)
 
 
+@pytest.mark.slow  # 64 lanes and 64 single solves (15 s)
 def test_vmap_over_64_instances_equals_the_loop():
     rng = np.random.default_rng(5)
     B, m, n = 64, 9, 12

@@ -103,6 +103,7 @@ def _check(phis, count, kinds=KINDS):
     return r
 
 
+@pytest.mark.slow  # the 200-SCM brute force is the slow tier too (10 s)
 def test_brute_force_small():
     # one compilation: the cardinality case on coverage (all three: the slow test)
     _check(("coverage",), 24, ("cardinality",))
