@@ -65,6 +65,7 @@ def test_forward_matches_exact_projection_float64(problem):
     assert np.all(np.asarray(poly.violation(x)) <= np.asarray(info.error) * scale + 1e-12)
 
 
+@pytest.mark.slow  # a DC3 family against exact projections and single calls (8 s)
 def test_dc3_family_polished_matches_exact_projection_and_single_calls():
     """72 examples: the polish makes the default tol exact, and the stragglers, moved to a
     compacted batch of 9, still return what single calls return."""

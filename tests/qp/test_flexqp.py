@@ -114,6 +114,7 @@ def test_exact_against_osqp_and_proxsuite(exact_batch, name):
         assert np.all(y[np.isinf(u)] <= 1e-8) and np.all(y[np.isinf(l)] >= -1e-8)
 
 
+@pytest.mark.slow  # a sweep of mu around the exactness threshold (10 s)
 def test_exactness_threshold_and_adaptive_mu():
     """Thm 3.1: a fixed weight above ||y*||_inf gives the QP solution, below it does not;
     the adaptive weight started far too low still reaches the exact solution."""
@@ -180,6 +181,7 @@ def test_infeasible_minimizes_l1_violation_like_highs():
         assert np.all(np.isfinite(x))
 
 
+@pytest.mark.slow  # several polish-pass counts, each compiled (9 s)
 def test_polish_passes_reclassify_violated_rows():
     """Regression: the polish's later passes re-read which rows are violated (a
     primal-dual active-set step on the relaxed optimality conditions), not only which
@@ -647,6 +649,7 @@ def test_qpcboei2_feasible_with_huge_multipliers_is_not_infeasible():
     assert value <= 1e-9
 
 
+@pytest.mark.slow  # long solves with and without the in-loop polish (12 s)
 def test_in_loop_polish_keeps_a_point_that_meets_tol():
     """The in-loop polish keeps a polished point only when it is 10x better than the
     ADMM point, or when its error is at most ``polish_accept`` (solve_qp: ``tol``).
