@@ -45,6 +45,7 @@ def mixed():
     return qp, sol, cold
 
 
+@pytest.mark.slow  # the mixed batch (feasible, infeasible) against OSQP and HiGHS (18 s set-up)
 def test_lockstep_statuses_and_answers_against_osqp_and_highs(mixed):
     qp, sol, _ = mixed
     status = np.asarray(sol.status)
@@ -63,6 +64,7 @@ def test_lockstep_statuses_and_answers_against_osqp_and_highs(mixed):
     assert np.all(np.isfinite(np.asarray(sol.x)))
 
 
+@pytest.mark.slow  # shares the mixed batch
 def test_lockstep_warm_start(mixed):
     """Warm-started from the batch's solution after a small change of q: the same
     statuses, the answers of OSQP, at most half the ADMM iterations."""
@@ -75,6 +77,7 @@ def test_lockstep_warm_start(mixed):
     assert int(jnp.sum(warm.state.admm_iters)) <= 0.5 * int(jnp.sum(cold.state.admm_iters))
 
 
+@pytest.mark.slow  # shares the mixed batch (8 s)
 def test_lockstep_implicit_gradient(mixed):
     """jax.grad through a lockstep batch (implicit KKT derivatives, lane by lane) against
     central differences of the batch along a random direction of q."""

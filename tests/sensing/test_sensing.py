@@ -69,6 +69,7 @@ def test_dense_and_gram_forms_agree():
     np.testing.assert_allclose(float(S.sensing_loss(a, dense)), 0.0, atol=1e-20)
 
 
+@pytest.mark.slow  # two long runs to 1e-8 (8 s)
 def test_weight_normalization_linear_vs_plain_gd_kappa50():
     """m=10, r_A=3, r=5, kappa=50 (paper 1, Fig. 2a at reduced size), plain GD from a 1e-3
     initialization. The gap depends on that scale: from 1e-6, plain GD's error floor
