@@ -45,17 +45,27 @@ Inconsistent ``Ax = b`` (rank-deficient ``A``) is caught at ``init``.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsolve.core import Solver, Status, make_solver
+from jaxsolve.core import Status
+from jaxsolve.core.protocol import AbstractSolver, hyper
 from jaxsolve.layers.polytope import Factors
 from jaxsolve.projections import box
 
-__all__ = ["ProjectionArgs", "State", "Info", "pinet_projection", "dr_map", "auto_sigma"]
+__all__ = [
+    "ProjectionArgs",
+    "State",
+    "Info",
+    "PinetProjection",
+    "pinet_projection",
+    "dr_map",
+    "auto_sigma",
+]
 
 _EPS64 = float(np.finfo(np.float64).eps)
 
@@ -137,76 +147,90 @@ def auto_sigma(factors) -> jax.Array:
     return 0.3 / jnp.mean(dx * dx)
 
 
-def _hyper(hp, dtype, factors):
-    if hp["sigma"] is None:
-        sigma = auto_sigma(factors).astype(dtype)
-    else:
-        sigma = hp["sigma"].astype(dtype)
-    omega = hp["omega"].astype(dtype)
+def _sigma(sigma, factors, like):
+    """The step: ``sigma``, or :func:`auto_sigma` when it is None, in the dtype of ``like``."""
+    return hyper(auto_sigma(factors) if sigma is None else sigma, like)
+
+
+def _infeasible_tol(infeasible_tol, like):
+    """The certificate's threshold, scaled up as ``sqrt(eps / eps64)`` below float64."""
+    dtype = jnp.result_type(like)
     factor = float(np.sqrt(max(float(np.finfo(dtype).eps), _EPS64) / _EPS64))
-    itol = hp["infeasible_tol"].astype(dtype) * factor
-    return sigma, omega, itol
+    return hyper(infeasible_tol, like) * factor
 
 
-def _init(x0, args: ProjectionArgs, *, hp, start):
-    f = args.factors
-    dtype = jnp.result_type(x0)
-    d = f.d_c.astype(dtype)
-    n = f.n
-    if start == "point":
-        s0 = jnp.concatenate([x0 / d[:n], (x0 @ f.C.astype(dtype).T) / d[n:]])
-    else:
-        s0 = x0
-    q = f.offset(args.b.astype(dtype))
-    _, _, itol = _hyper(hp, dtype, f)
-    status = jnp.int32(Status.SUCCESS)
-    if f.p:
-        b = args.b.astype(dtype)
-        res = jnp.max(jnp.abs((d[:n] * q[:n]) @ f.A.astype(dtype).T - b))
-        inconsistent = res > itol * (1 + jnp.max(jnp.abs(b)))
-        status = jnp.where(inconsistent, jnp.int32(Status.INFEASIBLE), status)
-    lo_s, hi_s = _scaled_bounds(args, dtype)
-    # An empty box is infeasible before any step.
-    status = jnp.where(jnp.any(lo_s > hi_s), jnp.int32(Status.INFEASIBLE), status)
-    finite = jnp.all(jnp.isfinite(s0))
-    big = jnp.asarray(jnp.finfo(dtype).max, dtype)
-    error = jnp.where(finite, big, jnp.asarray(jnp.nan, dtype))
-    x = d[:n] * s0[:n]
-    zeros = jnp.zeros_like(s0)
-    return State(x, jnp.int32(0), error, status.astype(jnp.int32), s0, q, zeros, zeros)
+class PinetProjection(AbstractSolver):
+    """Douglas-Rachford projection (see :func:`pinet_projection`, which builds it).
 
+    ``sigma`` (None: :func:`auto_sigma`), ``omega`` and ``infeasible_tol`` are traced
+    hyperparameters; ``start`` is structural.
+    """
 
-def _step(state: State, args: ProjectionArgs, *, hp, start):
-    f = args.factors
-    dtype = state.s.dtype
-    sigma, omega, itol = _hyper(hp, dtype, f)
-    d = f.d_c.astype(dtype)
-    lo_s, hi_s = _scaled_bounds(args, dtype)
-    ps, z, t, s_new = dr_map(state.s, state.q, args.y.astype(dtype), lo_s, hi_s, f, sigma, omega)
-    delta = t - z
-    error = jnp.max(jnp.abs(d * delta)) / jnp.maximum(1, jnp.max(jnp.abs(d * z)))
-    x = d[: f.n] * z[: f.n]
+    sigma: Any = None
+    omega: Any = 1.7
+    infeasible_tol: Any = 1e-6
+    start: str = eqx.field(static=True, default="point")
 
-    # Certificate on the previous difference: v = -(I - P) delta_prev, where
-    # P delta_prev = (P s_k - P s_{k-1}) / omega reuses this step's product.
-    v = -(state.delta - (ps - state.ps) / omega)
-    vmax = jnp.max(jnp.abs(v))
-    vn = v / jnp.where(vmax > 0, vmax, 1)
-    theta = float(np.sqrt(np.finfo(dtype).eps))
-    # Round-off leaves tiny entries on coordinates with an infinite bound, where the
-    # exact gap vector is zero; they are dropped (finite-bound entries are kept exactly).
-    free = jnp.where(vn > 0, jnp.isinf(hi_s), jnp.isinf(lo_s))
-    vn = jnp.where(free & (jnp.abs(vn) <= theta), 0, vn)
-    supp = jnp.sum(
-        jnp.where(vn > 0, vn * jnp.where(vn > 0, hi_s, 0), 0)
-        + jnp.where(vn < 0, vn * jnp.where(vn < 0, lo_s, 0), 0)
-    )
-    gap = jnp.dot(vn, state.q) - supp
-    scale = 1 + jnp.max(jnp.abs(state.q))
-    certified = (state.iter_num > 0) & (vmax > 0) & (gap > itol * scale)
-    status = jnp.where(certified, jnp.int32(Status.INFEASIBLE), state.status)
-    new = State(x, state.iter_num + 1, error, status, s_new, state.q, ps, delta)
-    return new, Info(gap)
+    def init(self, x0, args: ProjectionArgs) -> State:
+        f = args.factors
+        dtype = jnp.result_type(x0)
+        d = f.d_c.astype(dtype)
+        n = f.n
+        if self.start == "point":
+            s0 = jnp.concatenate([x0 / d[:n], (x0 @ f.C.astype(dtype).T) / d[n:]])
+        else:
+            s0 = x0
+        q = f.offset(args.b.astype(dtype))
+        itol = _infeasible_tol(self.infeasible_tol, s0)
+        status = jnp.int32(Status.SUCCESS)
+        if f.p:
+            b = args.b.astype(dtype)
+            res = jnp.max(jnp.abs((d[:n] * q[:n]) @ f.A.astype(dtype).T - b))
+            inconsistent = res > itol * (1 + jnp.max(jnp.abs(b)))
+            status = jnp.where(inconsistent, jnp.int32(Status.INFEASIBLE), status)
+        lo_s, hi_s = _scaled_bounds(args, dtype)
+        # An empty box is infeasible before any step.
+        status = jnp.where(jnp.any(lo_s > hi_s), jnp.int32(Status.INFEASIBLE), status)
+        finite = jnp.all(jnp.isfinite(s0))
+        big = jnp.asarray(jnp.finfo(dtype).max, dtype)
+        error = jnp.where(finite, big, jnp.asarray(jnp.nan, dtype))
+        x = d[:n] * s0[:n]
+        zeros = jnp.zeros_like(s0)
+        return State(x, jnp.int32(0), error, status.astype(jnp.int32), s0, q, zeros, zeros)
+
+    def step(self, state: State, args: ProjectionArgs) -> tuple[State, Info]:
+        f = args.factors
+        dtype = state.s.dtype
+        sigma, omega = _sigma(self.sigma, f, state.s), hyper(self.omega, state.s)
+        itol = _infeasible_tol(self.infeasible_tol, state.s)
+        d = f.d_c.astype(dtype)
+        lo_s, hi_s = _scaled_bounds(args, dtype)
+        y = args.y.astype(dtype)
+        ps, z, t, s_new = dr_map(state.s, state.q, y, lo_s, hi_s, f, sigma, omega)
+        delta = t - z
+        error = jnp.max(jnp.abs(d * delta)) / jnp.maximum(1, jnp.max(jnp.abs(d * z)))
+        x = d[: f.n] * z[: f.n]
+
+        # Certificate on the previous difference: v = -(I - P) delta_prev, where
+        # P delta_prev = (P s_k - P s_{k-1}) / omega reuses this step's product.
+        v = -(state.delta - (ps - state.ps) / omega)
+        vmax = jnp.max(jnp.abs(v))
+        vn = v / jnp.where(vmax > 0, vmax, 1)
+        theta = float(np.sqrt(np.finfo(dtype).eps))
+        # Round-off leaves tiny entries on coordinates with an infinite bound, where the
+        # exact gap vector is zero; they are dropped (finite-bound entries are kept exactly).
+        free = jnp.where(vn > 0, jnp.isinf(hi_s), jnp.isinf(lo_s))
+        vn = jnp.where(free & (jnp.abs(vn) <= theta), 0, vn)
+        supp = jnp.sum(
+            jnp.where(vn > 0, vn * jnp.where(vn > 0, hi_s, 0), 0)
+            + jnp.where(vn < 0, vn * jnp.where(vn < 0, lo_s, 0), 0)
+        )
+        gap = jnp.dot(vn, state.q) - supp
+        scale = 1 + jnp.max(jnp.abs(state.q))
+        certified = (state.iter_num > 0) & (vmax > 0) & (gap > itol * scale)
+        status = jnp.where(certified, jnp.int32(Status.INFEASIBLE), state.status)
+        new = State(x, state.iter_num + 1, error, status, s_new, state.q, ps, delta)
+        return new, Info(gap)
 
 
 def pinet_projection(
@@ -215,7 +239,7 @@ def pinet_projection(
     omega: float = 1.7,
     infeasible_tol: float = 1e-6,
     start: str = "point",
-) -> Solver:
+) -> PinetProjection:
     r"""Douglas-Rachford projection onto a polytope (Pinet, arXiv 2508.10480), as a ``Solver``.
 
     Solves :math:`\min_x \tfrac12\|x - y\|^2` s.t. :math:`Ax = b,\ l \le Cx \le u,\
@@ -245,9 +269,7 @@ def pinet_projection(
             raise ValueError(f"{name} must be positive, got {val}")
     if isinstance(omega, int | float) and not 0 < omega < 2:
         raise ValueError(f"omega must lie in (0, 2), got {omega}")
-    return make_solver(
-        _init,
-        _step,
-        hp={"sigma": sigma, "omega": omega, "infeasible_tol": infeasible_tol},
-        start=start,
+    num = lambda v: float(v) if isinstance(v, int) else v  # noqa: E731 - ints would be static
+    return PinetProjection(
+        sigma=num(sigma), omega=num(omega), infeasible_tol=num(infeasible_tol), start=start
     )

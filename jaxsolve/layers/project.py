@@ -47,9 +47,17 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsolve.core import Status, solve
+from jaxsolve.core.protocol import hyper
 from jaxsolve.core.validation import check_floating, is_concrete
 from jaxsolve.layers.active import cg_budget, gram_for, kkt_vjp, polish, refine
-from jaxsolve.layers.pinet import ProjectionArgs, _hyper, _init, _step, auto_sigma, dr_map
+from jaxsolve.layers.pinet import (
+    PinetProjection,
+    ProjectionArgs,
+    _infeasible_tol,
+    _sigma,
+    auto_sigma,
+    dr_map,
+)
 from jaxsolve.layers.polytope import Polytope
 
 __all__ = ["project", "ProjectionInfo", "projection_args", "default_project_tol", "auto_sigma"]
@@ -100,15 +108,21 @@ def default_project_tol(dtype) -> float:
     return 1e-2
 
 
-def _run(cfg: _Config, y, b, lo, hi, x0, factors, hp):
-    from jaxsolve.core import make_solver
+def _solver(cfg: _Config, hp) -> PinetProjection:
+    return PinetProjection(hp["sigma"], hp["omega"], hp["infeasible_tol"], start=cfg.start)
 
-    solver = make_solver(
-        _init,
-        _step,
-        hp={k: hp[k] for k in ("sigma", "omega", "infeasible_tol")},
-        start=cfg.start,
+
+def _hyper(hp, dtype, factors):
+    """``(sigma, omega, infeasible_tol)`` of the projection solver in ``dtype``."""
+    return (
+        _sigma(hp["sigma"], factors, dtype),
+        hyper(hp["omega"], dtype),
+        _infeasible_tol(hp["infeasible_tol"], dtype),
     )
+
+
+def _run(cfg: _Config, y, b, lo, hi, x0, factors, hp):
+    solver = _solver(cfg, hp)
     args = ProjectionArgs(factors, y, b, lo, hi)
     loop = "fixed" if cfg.backward == "unroll" else "while"
     sol = solve(solver, x0, args, tol=hp["tol"], max_steps=cfg.steps, loop=loop)

@@ -14,15 +14,17 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jax.scipy.linalg import cho_solve, solve_triangular
 
-from jaxsolve.core import Solver, Status, make_solver
+from jaxsolve.core import Status
+from jaxsolve.core.protocol import AbstractSolver, hyper
 from jaxsolve.qp.certify import RADIUS_FACTOR, exclusion_radius
 from jaxsolve.qp.problem import QP, _dist
 
-__all__ = ["flexqp", "FlexQPState", "FlexQPInfo", "WarmStart"]
+__all__ = ["flexqp", "FlexQP", "FlexQPState", "FlexQPInfo", "WarmStart"]
 
 _RHO_MIN, _RHO_MAX = 1e-6, 1e6
 _EQ_WEIGHT = 1e3  # OSQP: equality rows get 1e3 * rho
@@ -301,12 +303,8 @@ def _relaxed_update(zh, y, rv, mv, lo, up, ri=None):
     return z, y_new
 
 
-def _hp(hp, dtype):
-    return {k: jnp.asarray(v).astype(dtype) for k, v in hp.items()}
-
-
 def _sigma(hp, dtype):
-    return jnp.maximum(hp["sigma"], 50 * jnp.finfo(dtype).eps)
+    return jnp.maximum(hp.sigma, 50 * jnp.finfo(dtype).eps)
 
 
 def _prepare(qp: QP, hp, scaling_iters):
@@ -416,27 +414,28 @@ def _psd(P):
     return jnp.all(jnp.isfinite(L))
 
 
-def _init(x0, qp: QP, *, hp, scaling_iters, kkt_inverse):
+def _init(solver: FlexQP, x0, qp: QP) -> FlexQPState:
     dtype = qp.q.dtype
-    hp = _hp(hp, dtype)
-    d = _prepare(qp, hp, scaling_iters)
+    hp = solver.hyper(dtype)
+    kkt_inverse = solver.kkt_inverse
+    d = _prepare(qp, hp, solver.scaling_iters)
     if isinstance(x0, WarmStart):
         x0v = jnp.asarray(x0.x, dtype)
         xs = x0v / d.D
         ys = jnp.asarray(x0.y, dtype) * d.c / d.E
         zs = jnp.asarray(x0.z, dtype) * d.E
         rho = jnp.clip(jnp.asarray(x0.rho, dtype), _RHO_MIN, _RHO_MAX)
-        level = jnp.clip(jnp.asarray(x0.mu, dtype) * d.c, hp["mu"], hp["mu_max"])
+        level = jnp.clip(jnp.asarray(x0.mu, dtype) * d.c, hp.mu, hp.mu_max)
     else:
         x0v = jnp.asarray(x0, dtype)
         xs = x0v / d.D
         zs = jnp.clip(d.A @ xs, d.l, d.u)
         ys = jnp.zeros_like(zs)
-        rho = jnp.clip(hp["rho"], _RHO_MIN, _RHO_MAX)
-        level = jnp.minimum(hp["mu"], hp["mu_max"])
+        rho = jnp.clip(hp.rho, _RHO_MIN, _RHO_MAX)
+        level = jnp.minimum(hp.mu, hp.mu_max)
     L = _factor(d, rho, kkt_inverse)
     cold = not isinstance(x0, WarmStart)
-    res = _residuals(d, xs, zs, None if cold else ys, level < hp["mu_max"])
+    res = _residuals(d, xs, zs, None if cold else ys, level < hp.mu_max)
     x, z, y = _unscale(d, xs, zs, ys)
     return FlexQPState(
         x=x,
@@ -465,7 +464,7 @@ def _init(x0, qp: QP, *, hp, scaling_iters, kkt_inverse):
 def _admm_block(d: Scaled, L, xs, zs, ys, rho, level, hp, k, inverse, recip=False, hoist=False):
     rv = _rho_vec(d, rho)
     mv = _mu_vec(d, level)
-    sigma, alpha = _sigma(hp, xs.dtype), hp["alpha"]
+    sigma, alpha = _sigma(hp, xs.dtype), hp.alpha
 
     # Lockstep batches take 1 / rho once per block: no divide that XLA:CPU keeps as a
     # separate kernel (10 iterations of 32 lanes at n = 20: ~110 -> ~90 us).
@@ -493,23 +492,18 @@ def _admm_block(d: Scaled, L, xs, zs, ys, rho, level, hp, k, inverse, recip=Fals
 
 
 def _step(
-    state: FlexQPState,
-    qp: QP,
-    *,
-    hp,
-    check_every,
-    polish_refine,
-    polish_passes,
-    adaptive_rho,
-    rho_every,
-    polish_every,
-    kkt_inverse,
-    lanes=None,
-    active=None,
-    defer_refactor=False,
-):
+    solver: FlexQP, state: FlexQPState, qp: QP, options: dict | None
+) -> tuple[FlexQPState, FlexQPInfo]:
     dtype = state.xs.dtype
-    hp = _hp(hp, dtype)
+    hp = solver.hyper(dtype)
+    check_every, polish_every = solver.check_every, solver.polish_every
+    polish_refine, polish_passes = solver.polish_refine, solver.polish_passes
+    adaptive_rho, rho_every, kkt_inverse = solver.adaptive_rho, solver.rho_every, solver.kkt_inverse
+    # lockstep batches (jaxsolve.qp.lockstep) pass the run-time options of LOCKSTEP_OPTIONS
+    options = options or {}
+    lanes = options.get("lanes")
+    active = options.get("active")
+    defer_refactor = bool(options.get("defer_refactor", False))
     d = state.data
 
     def uniform(pred):
@@ -535,13 +529,13 @@ def _step(
         hoist=lanes is None,
     )
     level = state.mu_level
-    res = _residuals(d, xs, zs, ys, level < hp["mu_max"])
+    res = _residuals(d, xs, zs, ys, level < hp.mu_max)
 
     # Elastic weight: when the relaxed iteration has settled (KKT residual small against
     # the violation it keeps) and rows are still violated with saturated multipliers,
     # the weight is below the optimal multipliers (or the QP is infeasible): grow it.
-    grow = (res.sat > 2.0 * res.kkt) & (level < hp["mu_max"])
-    new_level = jnp.where(grow, jnp.minimum(level * hp["mu_factor"], hp["mu_max"]), level)
+    grow = (res.sat > 2.0 * res.kkt) & (level < hp.mu_max)
+    new_level = jnp.where(grow, jnp.minimum(level * hp.mu_factor, hp.mu_max), level)
     # On an infeasible QP every multiplier of the relaxed solution grows like mu (they
     # form the certificate A'w ~ 0 with w = y/mu), so scale them all with the weight
     # instead of letting the dual ascent rebuild them.
@@ -575,7 +569,7 @@ def _step(
     dxs = xs - state.xs
     dx = d.D * dxs
     ndx = _amax(dx)
-    eps = hp["eps_unbounded"] * ndx
+    eps = hp.eps_unbounded * ndx
     Pdx = (d.P @ dxs) / (d.D * d.c)
     qdx = d.q @ dxs / d.c
     Adx = (d.A @ dxs) / d.E
@@ -592,7 +586,7 @@ def _step(
         # once) the polished point ends the run. Kept only if it lowers the error; the
         # ADMM iterates continue from it otherwise unchanged. Under vmap the lax.cond
         # becomes a select, so batched users keep polish_every=0 (the default).
-        pending = new_level < hp["mu_max"]
+        pending = new_level < hp.mu_max
         err_now = jnp.maximum(res.kkt, jnp.where(pending, res.sat, 0.0))
         # steps 1, 2, 4, 8, ... (early: warm starts) and every polish_every-th step
         k = state.iter_num + 1
@@ -618,7 +612,7 @@ def _step(
             uniform(attempt), try_polish, lambda _: (xs, zs, ys, res), None
         )
 
-    error = jnp.maximum(res.kkt, jnp.where(new_level < hp["mu_max"], res.sat, 0.0))
+    error = jnp.maximum(res.kkt, jnp.where(new_level < hp.mu_max, res.sat, 0.0))
     x, z, y = _unscale(d, xs, zs, ys)
     new = FlexQPState(
         x=x,
@@ -793,15 +787,15 @@ def _polish_in_loop(d: Scaled, xs, zs, ys, level, res, hp, refine, passes, pendi
     Relative errors saturate near 1 on poor points, so "lower" alone could swap a
     far-off ADMM iterate for a garbage one and derail the iteration: the polished point
     is kept only when it is an order of magnitude better than ``res.error`` and at most
-    ``1e-3``, or when its error is at most ``hp["polish_accept"]`` (``solve_qp`` sets
+    ``1e-3``, or when its error is at most ``hp.polish_accept`` (``solve_qp`` sets
     it to the tolerance: such a point ends the run, there is no iteration left to
     derail). Without that second rule a float32 lane at its precision floor (ADMM error
     2.8e-4 for 20000 iterations, tol 1e-4) rejected polished points of error 6.3e-5
     again and again: 4.5x better, not 10x. Returns the kept ``(xs, zs, ys, residuals)``.
     """
-    delta = jnp.maximum(hp["delta"], 1e3 * jnp.finfo(xs.dtype).eps)
+    delta = jnp.maximum(hp.delta, 1e3 * jnp.finfo(xs.dtype).eps)
     xp, zp, yp, rp = _polish(d, xs, zs, ys, level, delta, refine, passes, pending, res)
-    better = (rp.error <= 0.1 * res.error) | (rp.error <= hp["polish_accept"])
+    better = (rp.error <= 0.1 * res.error) | (rp.error <= hp.polish_accept)
     ok = better & (rp.error <= 1e-3) & attempt
     pick = lambda a, b: jnp.where(ok, a, b)  # noqa: E731
     return pick(xp, xs), pick(zp, zs), pick(yp, ys), jax.tree.map(pick, rp, res)
@@ -816,15 +810,15 @@ def _at(state: FlexQPState, xs, zs, ys, error, kkt, **more) -> FlexQPState:
     )
 
 
-def _residuals_now(state: FlexQPState, hp):
-    """``hp`` in the state's dtype, whether the elastic weight can still grow, and the
-    residuals at the state's own iterates."""
-    hp = _hp(hp, state.xs.dtype)
-    pending = state.mu_level < hp["mu_max"]
+def _residuals_now(solver: FlexQP, state: FlexQPState):
+    """The hyperparameters in the state's dtype, whether the elastic weight can still
+    grow, and the residuals at the state's own iterates."""
+    hp = solver.hyper(state.xs)
+    pending = state.mu_level < hp.mu_max
     return hp, pending, _residuals(state.data, state.xs, state.zs, state.ys, pending)
 
 
-def _polish_state(state: FlexQPState, qp: QP, *, hp, polish_refine, polish_passes):
+def _polish_state(solver: FlexQP, state: FlexQPState, qp: QP) -> FlexQPState:
     """The in-loop polish of :func:`_step` applied to a state on its own.
 
     Used by lockstep batches (:mod:`jaxsolve.qp.lockstep`) on the lanes whose error
@@ -833,17 +827,15 @@ def _polish_state(state: FlexQPState, qp: QP, *, hp, polish_refine, polish_passe
     polish), so a lane whose active set is already right ends there, and the others
     continue their ADMM iteration from the same (or the polished) point.
     """
-    hp, pending, res = _residuals_now(state, hp)
+    hp, pending, res = _residuals_now(solver, state)
     d, xs, zs, ys = state.data, state.xs, state.zs, state.ys
     xs, zs, ys, res = _polish_in_loop(
-        d, xs, zs, ys, state.mu_level, res, hp, polish_refine, polish_passes, pending
+        d, xs, zs, ys, state.mu_level, res, hp, solver.polish_refine, solver.polish_passes, pending
     )
     return _at(state, xs, zs, ys, res.error, res.kkt, viol=_violation(d, res.Ax))
 
 
-def _final_polish(
-    state: FlexQPState, qp: QP, converged, *, hp, polish_refine, polish_passes, polish_fine
-):
+def _final_polish(solver: FlexQP, state: FlexQPState, qp: QP, converged) -> FlexQPState:
     """The polish of :func:`_finalize` alone: the state with the polished iterates.
 
     :func:`_finalize` with ``polish`` is this followed by :func:`_finalize` without it
@@ -851,9 +843,9 @@ def _final_polish(
     on the lanes that still need it: a lane that ended at an in-round polish
     (:func:`_polish_state`) is not polished twice.
     """
-    hp, pending_on, res = _residuals_now(state, hp)
+    hp, pending_on, res = _residuals_now(solver, state)
     d, xs, zs, ys = state.data, state.xs, state.zs, state.ys
-    delta = jnp.maximum(hp["delta"], 1e3 * jnp.finfo(xs.dtype).eps)
+    delta = jnp.maximum(hp.delta, 1e3 * jnp.finfo(xs.dtype).eps)
     xp, zp, yp, rp = _polish(
         d,
         xs,
@@ -861,42 +853,24 @@ def _final_polish(
         ys,
         state.mu_level,
         delta,
-        polish_refine,
-        polish_passes,
+        solver.polish_refine,
+        solver.polish_passes,
         pending_on,
         res,
-        fine=polish_fine,
-        fine_refine=4 * polish_refine,
+        fine=solver.polish_fine,
+        fine_refine=4 * solver.polish_refine,
     )
     ok = converged & jnp.isfinite(rp.error) & (rp.error < res.error)
     xs, zs, ys = (jnp.where(ok, a, b) for a, b in ((xp, xs), (zp, zs), (yp, ys)))
     return state._replace(xs=xs, zs=zs, ys=ys)
 
 
-def _finalize(
-    state: FlexQPState,
-    qp: QP,
-    converged,
-    *,
-    hp,
-    polish,
-    polish_refine,
-    polish_passes,
-    polish_fine,
-):
-    if polish:
+def _finalize(solver: FlexQP, state: FlexQPState, qp: QP, converged) -> FlexQPState:
+    if solver.polish:
         # Polish only a converged run (as OSQP): it sharpens an answer, it does not
         # turn a stopped run into a success.
-        state = _final_polish(
-            state,
-            qp,
-            converged,
-            hp=hp,
-            polish_refine=polish_refine,
-            polish_passes=polish_passes,
-            polish_fine=polish_fine,
-        )
-    _, _, res = _residuals_now(state, hp)
+        state = _final_polish(solver, state, qp, converged)
+    _, _, res = _residuals_now(solver, state)
     dtype = state.xs.dtype
     d, xs, zs, ys = state.data, state.xs, state.zs, state.ys
     x, z, y = _unscale(d, xs, zs, ys)
@@ -924,6 +898,98 @@ def _finalize(
     return _at(state, xs, zs, ys, error, res.kkt, status=status, viol=qp.violation(x))
 
 
+class _Hyper(NamedTuple):
+    """FlexQP's numeric hyperparameters in one dtype (:meth:`FlexQP.hyper`)."""
+
+    rho: Any
+    sigma: Any
+    alpha: Any
+    mu: Any
+    mu_max: Any
+    mu_factor: Any
+    delta: Any
+    eps_unbounded: Any
+    polish_accept: Any
+
+
+class FlexQP(AbstractSolver):
+    """FlexQP (see :func:`flexqp`, which builds it and documents every field).
+
+    Numeric hyperparameters (``rho`` ... ``polish_accept``) are traced fields: a sweep
+    over them reuses one compilation. The iteration's structure is static.
+
+    Run-time options (``step(state, args, options=...)``, the driver's ``options``
+    channel) are used by lockstep batches (:mod:`jaxsolve.qp.lockstep`) only:
+    ``lanes`` (the ``vmap`` axis name: lane-uniform ``lax.cond`` branches, taken when
+    any running lane needs them), ``active`` (bool: this lane still runs) and
+    ``defer_refactor`` (leave the factor as it is after a rho change and report the
+    new rho in ``Info.rho`` with ``Info.rho_changed``: the batch refactors only those
+    lanes, :meth:`refactor`).
+    """
+
+    rho: Any = 0.1
+    sigma: Any = 1e-6
+    alpha: Any = 1.6
+    mu: Any = 1e4
+    mu_max: Any = 1e6
+    mu_factor: Any = 10.0
+    delta: Any = 1e-6
+    eps_unbounded: Any = 1e-5
+    polish_accept: Any = 0.0
+    check_every: int = eqx.field(static=True, default=10)
+    scaling_iters: int = eqx.field(static=True, default=10)
+    polish: bool = eqx.field(static=True, default=True)
+    polish_refine: int = eqx.field(static=True, default=5)
+    polish_passes: int = eqx.field(static=True, default=3)
+    polish_fine: int = eqx.field(static=True, default=6)
+    adaptive_rho: bool = eqx.field(static=True, default=True)
+    rho_every: int = eqx.field(static=True, default=3)
+    polish_every: int = eqx.field(static=True, default=0)
+    kkt_inverse: bool = eqx.field(static=True, default=False)
+
+    def hyper(self, like) -> _Hyper:
+        """The numeric hyperparameters in the floating dtype of ``like``."""
+        return hyper(
+            _Hyper(
+                self.rho,
+                self.sigma,
+                self.alpha,
+                self.mu,
+                self.mu_max,
+                self.mu_factor,
+                self.delta,
+                self.eps_unbounded,
+                self.polish_accept,
+            ),
+            like,
+        )
+
+    def init(self, x0, args: QP) -> FlexQPState:
+        return _init(self, x0, args)
+
+    def step(self, state: FlexQPState, args: QP, options=None) -> tuple[FlexQPState, FlexQPInfo]:
+        return _step(self, state, args, options)
+
+    def finalize(self, state: FlexQPState, args: QP, converged) -> FlexQPState:
+        return _finalize(self, state, args, converged)
+
+    # --- hooks of lockstep batches (jaxsolve.qp.lockstep) -----------------------------
+
+    def polish_step(self, state: FlexQPState, args: QP) -> FlexQPState:
+        """The in-loop polish on its own (kept only when 10x better and below 1e-3)."""
+        return _polish_state(self, state, args)
+
+    def final_polish(self, state: FlexQPState, args: QP, converged) -> FlexQPState:
+        """The polish of :meth:`finalize` alone (``finalize`` = this, then ``finalize``
+        with ``polish=False``)."""
+        return _final_polish(self, state, args, converged)
+
+    def refactor(self, data: Scaled, rho) -> jax.Array:
+        """The KKT factor of a state's ``data`` at penalty ``rho`` (after a deferred rho
+        change: ``state.L`` for ``state.rho = rho``)."""
+        return _factor(data, rho, self.kkt_inverse)
+
+
 def flexqp(
     *,
     rho: float = 0.1,
@@ -945,7 +1011,7 @@ def flexqp(
     polish_every: int = 0,
     kkt_inverse: bool = False,
     polish_accept: float = 0.0,
-) -> Solver:
+) -> FlexQP:
     r"""FlexQP: ADMM on the exact l1 (elastic) relaxation of a QP (Oshin et al., 2025).
 
     For ``QP(P, q, A, l, u)`` it solves the always-feasible relaxation
@@ -1064,22 +1130,17 @@ def flexqp(
             raise ValueError(
                 f"{name} must be a {'positive' if name in ('check_every', 'rho_every') else 'non-negative'} int, got {v!r}"
             )
-    hp = {
-        "rho": rho,
-        "sigma": sigma,
-        "alpha": alpha,
-        "mu": mu,
-        "mu_max": mu_max,
-        "mu_factor": mu_factor,
-        "delta": delta,
-        "eps_unbounded": eps_unbounded,
-        "polish_accept": polish_accept,
-    }
-    return make_solver(
-        _init,
-        _step,
-        _finalize,
-        hp=hp,
+    num = lambda v: float(v) if isinstance(v, int) else v  # noqa: E731 - ints would be static
+    return FlexQP(
+        rho=num(rho),
+        sigma=num(sigma),
+        alpha=num(alpha),
+        mu=num(mu),
+        mu_max=num(mu_max),
+        mu_factor=num(mu_factor),
+        delta=num(delta),
+        eps_unbounded=num(eps_unbounded),
+        polish_accept=num(polish_accept),
         check_every=int(check_every),
         scaling_iters=int(scaling_iters),
         polish=bool(polish),

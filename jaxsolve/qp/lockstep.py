@@ -39,6 +39,7 @@ may take other steps than a single solve, whose in-loop polish runs at fixed ste
 
 from __future__ import annotations
 
+import dataclasses
 from functools import partial
 
 import jax
@@ -46,8 +47,7 @@ import jax.numpy as jnp
 
 from jaxsolve.core.batch import _put, _take  # the lane gather/scatter of solve_batch(compact=)
 from jaxsolve.core.driver import _advance, _done, _final
-from jaxsolve.core.protocol import BoundFn, Solver
-from jaxsolve.qp.flexqp import WarmStart, _factor, _final_polish, _polish_state
+from jaxsolve.qp.flexqp import FlexQP, WarmStart
 
 __all__ = ["solve_lockstep"]
 
@@ -65,19 +65,18 @@ def _select(mask, new, old):
     return jax.tree.map(pick, new, old)
 
 
-def _steps(solver: Solver, defer_refactor: bool = False):
-    """The solver's step vmapped over a chunk in lockstep (lane-uniform branches)."""
-    step_fn, hp = solver.step.fn, solver.step.hp
-    opts = solver.step._static.call_options
+def _steps(solver: FlexQP, defer_refactor: bool = False):
+    """The solver's step vmapped over a chunk in lockstep (lane-uniform branches), by
+    the step's run-time options (:class:`~jaxsolve.qp.flexqp.FlexQP`)."""
 
     def lane_step(state, args, active):
-        kw = {"defer_refactor": True} if defer_refactor else {}
-        return step_fn(state, args, hp=hp, lanes=_LANES, active=active, **opts, **kw)
+        options = {"lanes": _LANES, "active": active, "defer_refactor": defer_refactor}
+        return solver.step(state, args, options=options)
 
     return jax.vmap(lane_step, axis_name=_LANES)
 
 
-def _refactor(s, need, rho_new, inverse, h):
+def _refactor(solver: FlexQP, s, need, rho_new, h):
     """Factor ``K(rho_new)`` for the lanes in ``need`` only, ``h`` lanes at a time.
 
     In lockstep a rho change of one lane used to refactor the whole chunk (the
@@ -92,8 +91,7 @@ def _refactor(s, need, rho_new, inverse, h):
     def group(j, carry):
         L, rho = carry
         idx = jax.lax.dynamic_slice(order, (j * h,), (h,))
-        data = _take(s.data, idx)
-        Lnew = jax.vmap(lambda d, r: _factor(d, r, inverse))(data, rho_new[idx])
+        Lnew = jax.vmap(solver.refactor)(_take(s.data, idx), rho_new[idx])
         ok = need[idx] & jnp.all(jnp.isfinite(Lnew), axis=(-2, -1))
         L = L.at[idx].set(jnp.where(ok[:, None, None], Lnew, L[idx]))
         rho = rho.at[idx].set(jnp.where(ok, rho_new[idx], rho[idx]))
@@ -115,8 +113,8 @@ def _by_chunks(fn, tree, g):
     jax.jit, static_argnames=("max_steps", "chunk", "keep", "tail", "polish_at", "refactor_lanes")
 )
 def solve_lockstep(
-    solver: Solver,
-    tail_solver: Solver,
+    solver: FlexQP,
+    tail_solver: FlexQP,
     x0,
     qp,
     tol,
@@ -215,19 +213,12 @@ def solve_lockstep(
     # per-lane polish threshold: a lane pauses when its error falls below it, is
     # polished between rounds, and its threshold drops below its (new) error
     thr = jnp.full((n_lanes,), polish_at if polish_at > 0 else -1.0, qp.q.dtype)
-    hp = solver.step.hp
-    sopts = solver.step._static.call_options
     h = min(int(refactor_lanes), g)
     # k counts steps of tail_solver: a round's step of check_every ADMM iterations counts
     # as check_every / tail's check_every of them (the same iteration budget)
-    w = max(1, solver.step.static["check_every"] // tail_solver.step.static["check_every"])
+    w = max(1, solver.check_every // tail_solver.check_every)
     step = _steps(solver, defer_refactor=h > 0)
-    polish_one = partial(
-        _polish_state,
-        hp=hp,
-        polish_refine=sopts["polish_refine"],
-        polish_passes=sopts["polish_passes"],
-    )
+    polish_one = solver.polish_step
 
     def active(s, k):
         return ~_done(s, tol) & (k < max_steps)
@@ -264,7 +255,7 @@ def solve_lockstep(
                 need = info.rho_changed & run
                 kept = jax.lax.cond(
                     jnp.any(need),
-                    lambda t: _refactor(t, need, info.rho, sopts["kkt_inverse"], h),
+                    lambda t: _refactor(solver, t, need, info.rho, h),
                     lambda t: t,
                     kept,
                 )
@@ -337,21 +328,14 @@ def solve_lockstep(
         part, kk = jax.lax.map(one, (_take(pool, idx), _take(qp, idx), k[idx]))
         pool, k = _put(pool, part, idx), k.at[idx].set(kk)
 
-    fin = solver.finalize
-    if fin is not None and fin.static.get("polish", False):
+    if solver.polish:
         # finalize's polish, gathered: only the converged lanes that did not end at an
         # in-round polish (most lanes do); then finalize without polish, which gives
         # the same state as finalize with it on each lane
         want = (pool.error <= tol) & ~fresh
         order = jnp.argsort(~want, stable=True)
         n_pol = (jnp.sum(want) + g - 1) // g
-        fp = partial(
-            _final_polish,
-            hp=fin.hp,
-            polish_refine=fin.static["polish_refine"],
-            polish_passes=fin.static["polish_passes"],
-            polish_fine=fin.static["polish_fine"],
-        )
+        fp = solver.final_polish
 
         def final_polish(c, pool):
             idx = jax.lax.dynamic_slice(order, (c * g,), (g,))
@@ -362,9 +346,7 @@ def solve_lockstep(
             return _put(dyn(pool), s, idx)._replace(data=pool.data)
 
         pool = jax.lax.fori_loop(0, n_pol, final_polish, pool)
-        solver = solver._replace(
-            finalize=BoundFn(fin.fn, fin.hp, **{**fin.static, "polish": False})
-        )
+        solver = dataclasses.replace(solver, polish=False)
     final = lambda a: jax.vmap(lambda s, q, kk: _final(solver, s, q, tol, kk, None))(*a)  # noqa: E731
     sol = _by_chunks(final, (pool, qp, k), g)
     return jax.tree.map(lambda v: v[:size], sol)

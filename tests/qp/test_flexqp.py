@@ -664,18 +664,18 @@ def test_in_loop_polish_keeps_a_point_that_meets_tol():
     s = solver.init(jnp.zeros(10), qp)
     for _ in range(2):
         s, _ = solver.step(s, qp)
-    hp, pending, res = F._residuals_now(s, solver.step.hp)
+    hp, pending, res = F._residuals_now(solver, s)
     d = s.data
-    delta = jnp.maximum(hp["delta"], 1e3 * jnp.finfo(s.xs.dtype).eps)
+    delta = jnp.maximum(hp.delta, 1e3 * jnp.finfo(s.xs.dtype).eps)
     xp, _, _, rp = F._polish(d, s.xs, s.zs, s.ys, s.mu_level, delta, 5, 1, pending, res)
     assert float(rp.error) < 1e-6 and float(res.error) > 10 * float(rp.error)
     fake = res._replace(error=2.0 * rp.error)  # the polished point is only 2x better
     for accept, kept in ((0.0, False), (3.0 * float(rp.error), True)):
-        h = {**hp, "polish_accept": jnp.asarray(accept)}
+        h = hp._replace(polish_accept=jnp.asarray(accept))
         x, _, _, r = F._polish_in_loop(d, s.xs, s.zs, s.ys, s.mu_level, fake, h, 5, 1, pending)
         assert bool(jnp.all(x == xp)) is kept
         assert float(r.error) == (float(rp.error) if kept else float(fake.error))
     # the hyperparameter reaches the step (solve_qp sets it to its tol)
-    assert float(F.flexqp(polish_accept=1e-4).step.hp["polish_accept"]) == 1e-4
+    assert float(F.flexqp(polish_accept=1e-4).polish_accept) == 1e-4
     with pytest.raises(ValueError, match="polish_accept"):
         F.flexqp(polish_accept=-1.0)
