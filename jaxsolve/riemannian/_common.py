@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import optax
 
 from jaxsolve.core.validation import check_positive
 from jaxsolve.manifolds import Manifold
-from jaxsolve.manifolds.base import tree_scale
 
 __all__ = ["validate", "dtype_of", "value_and_rgrad", "hessian_operator", "backtrack"]
 
@@ -27,12 +27,6 @@ def validate(cost, manifold, **positive):
 
 def dtype_of(x):
     return jax.tree.leaves(x)[0].dtype
-
-
-def hp_as(hp, x):
-    """Cast the numeric hyperparameters to the iterate's dtype (float32 stays float32)."""
-    dt = dtype_of(x)
-    return jax.tree.map(lambda v: jnp.asarray(v).astype(dt), hp)
 
 
 def value_and_rgrad(cost, manifold, x, args):
@@ -69,7 +63,7 @@ def backtrack(cost, manifold, x, args, d, f0, df0, alpha0, *, c, contraction, ma
     slack = roundoff_slack(f0)
 
     def trial(alpha):
-        y = manifold.retract(x, tree_scale(alpha, d))
+        y = manifold.retract(x, optax.tree.scale(alpha, d))
         return y, cost(y, args)
 
     y0, fy0 = trial(alpha0)
@@ -87,7 +81,7 @@ def backtrack(cost, manifold, x, args, d, f0, df0, alpha0, *, c, contraction, ma
     alpha, y, fy, k = jax.lax.while_loop(cond, body, (alpha0, y0, fy0, jnp.int32(1)))
     accepted = fy <= f0 + slack
     strict = fy <= f0 + c * alpha * df0  # Armijo holds without the round-off slack
-    y = jax.tree.map(lambda a, b: jnp.where(accepted, a, b), y, x)
+    y = optax.tree.where(accepted, y, x)
     fy = jnp.where(accepted, fy, f0)
     alpha = jnp.where(accepted, alpha, 0.0)
     return alpha, y, fy, k, accepted, strict
@@ -102,14 +96,14 @@ def secant_step(cost, manifold, x, args, d, df0, alpha):
     gives the step (an exact line search on a quadratic). Falls back to ``alpha`` when
     the curvature estimate is not positive.
     """
-    y = manifold.retract(x, tree_scale(alpha, d))
+    y = manifold.retract(x, optax.tree.scale(alpha, d))
     _, _, gy = value_and_rgrad(cost, manifold, y, args)
     dfa = manifold.inner(y, gy, manifold.transport(x, y, d))
     curv = dfa - df0
     a2 = alpha * df0 / jnp.where(curv > 0, -curv, -1.0)
     a2 = jnp.where((curv > 0) & jnp.isfinite(a2) & (a2 > 0), -a2, alpha)
     a2 = jnp.abs(a2)
-    y2 = manifold.retract(x, tree_scale(a2, d))
+    y2 = manifold.retract(x, optax.tree.scale(a2, d))
     return a2, y2, cost(y2, args)
 
 

@@ -2,24 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
+import optax
 
-from jaxsolve.core import Status, make_solver
-from jaxsolve.manifolds.base import tree_axpy, tree_scale, tree_sub
+from jaxsolve.core import Status
+from jaxsolve.core.protocol import AbstractSolver, hyper
+from jaxsolve.manifolds import Manifold
 from jaxsolve.riemannian._common import (
     backtrack,
     check_point,
-    hp_as,
     secant_step,
     start_status,
     validate,
     value_and_rgrad,
 )
 
-__all__ = ["conjugate_gradient", "CGState", "CGInfo", "BETA_RULES"]
+__all__ = ["conjugate_gradient", "ConjugateGradient", "CGState", "CGInfo", "BETA_RULES"]
 
 BETA_RULES = ("hestenes_stiefel", "polak_ribiere", "fletcher_reeves")
 
@@ -42,84 +45,103 @@ class CGInfo(NamedTuple):
     evaluations: jax.Array
 
 
-def _init(x0, args, *, hp, cost, manifold, beta_rule, max_linesearch):
-    check_point(manifold, x0)
-    f, _, g = value_and_rgrad(cost, manifold, x0, args)
-    return CGState(
-        x0,
-        jnp.int32(0),
-        manifold.norm(x0, g),
-        start_status(manifold, x0),
-        f,
-        g,
-        tree_scale(-1.0, g),
-        jnp.asarray(jnp.nan, f.dtype),
-    )
+class ConjugateGradient(AbstractSolver):
+    """Riemannian nonlinear conjugate gradient (see `conjugate_gradient`).
 
+    Static: ``cost``, ``manifold``, ``beta_rule``, ``max_linesearch``. Traced:
+    ``initial_step``, ``contraction``, ``sufficient_decrease``.
+    """
 
-def _step(state, args, *, hp, cost, manifold, beta_rule, max_linesearch):
-    hp = hp_as(hp, state.x)
-    x, f0, g, d = state.x, state.f, state.grad, state.direction
-    gg = manifold.inner(x, g, g)
-    df0 = manifold.inner(x, g, d)
-    restart = df0 >= 0  # not a descent direction: restart along -grad
-    d = jax.tree.map(lambda a, b: jnp.where(restart, -a, b), g, d)
-    df0 = jnp.where(restart, -gg, df0)
-    norm_d = manifold.norm(x, d)
-    alpha0 = jnp.where(jnp.isnan(state.next_alpha), hp["initial_step"] / norm_d, state.next_alpha)
-    alpha, x_new, f_new, evals, ok, strict = backtrack(
-        cost,
-        manifold,
-        x,
-        args,
-        d,
-        f0,
-        df0,
-        alpha0,
-        c=hp["sufficient_decrease"],
-        contraction=hp["contraction"],
-        max_iter=max_linesearch,
-    )
-    # pymanopt's adaptive line search: keep pace after one backtrack, else speed up.
-    next_alpha = jnp.where(evals == 2, alpha, 2.0 * alpha)
-    # Below the rounding error of f (accepted only within the slack), the step comes
-    # from directional derivatives instead (see secant_step).
-    noisy = ok & ~strict
-    alpha, x_new, f_new = jax.lax.cond(
-        noisy,
-        lambda: secant_step(cost, manifold, x, args, d, df0, alpha),
-        lambda: (alpha, x_new, f_new),
-    )
-    f_new, _, g_new = value_and_rgrad(cost, manifold, x_new, args)
-    gg_new = manifold.inner(x_new, g_new, g_new)
-    g_old = manifold.transport(x, x_new, g)
-    d_old = manifold.transport(x, x_new, d)
-    if beta_rule == "fletcher_reeves":
-        num, den = gg_new, gg
-    else:
-        diff = tree_sub(g_new, g_old)
-        num = manifold.inner(x_new, g_new, diff)
-        den = manifold.inner(x_new, diff, d_old) if beta_rule == "hestenes_stiefel" else gg
-    beta = jnp.where(den != 0, num / jnp.where(den != 0, den, 1.0), 0.0)
-    beta = jnp.maximum(beta, 0.0) if beta_rule != "fletcher_reeves" else beta
-    # A failed line search restarts from steepest descent once; failing along -grad
-    # too is a breakdown.
-    beta = jnp.where(ok, beta, 0.0)
-    next_alpha = jnp.where(ok, next_alpha, jnp.nan)
-    d_new = tree_axpy(beta, d_old, tree_scale(-1.0, g_new))
-    steepest = restart | jnp.isnan(state.next_alpha)  # d was -grad (first step / after a failure)
-    status = jnp.where(~ok & steepest, Status.BREAKDOWN, state.status)
-    new = CGState(
-        x_new,
-        state.iter_num + 1,
-        manifold.norm(x_new, g_new),
-        status.astype(jnp.int32),
-        f_new,
-        g_new,
-        d_new,
-        next_alpha,
-    )
-    return new, CGInfo(f_new, alpha * norm_d, beta, evals)
+    cost: Callable = eqx.field(static=True)
+    manifold: Manifold = eqx.field(static=True)
+    initial_step: Any = 1.0
+    contraction: Any = 0.5
+    sufficient_decrease: Any = 0.5
+    beta_rule: str = eqx.field(static=True, default="hestenes_stiefel")
+    max_linesearch: int = eqx.field(static=True, default=10)
+
+    def init(self, x0, args) -> CGState:
+        manifold = self.manifold
+        check_point(manifold, x0)
+        f, _, g = value_and_rgrad(self.cost, manifold, x0, args)
+        return CGState(
+            x0,
+            jnp.int32(0),
+            manifold.norm(x0, g),
+            start_status(manifold, x0),
+            f,
+            g,
+            optax.tree.scale(-1.0, g),
+            jnp.asarray(jnp.nan, f.dtype),
+        )
+
+    def step(self, state: CGState, args) -> tuple[CGState, CGInfo]:
+        cost, manifold, beta_rule = self.cost, self.manifold, self.beta_rule
+        initial_step, c, contraction = hyper(
+            (self.initial_step, self.sufficient_decrease, self.contraction), state.x
+        )
+        x, f0, g, d = state.x, state.f, state.grad, state.direction
+        gg = manifold.inner(x, g, g)
+        df0 = manifold.inner(x, g, d)
+        restart = df0 >= 0  # not a descent direction: restart along -grad
+        d = optax.tree.where(restart, optax.tree.scale(-1.0, g), d)
+        df0 = jnp.where(restart, -gg, df0)
+        norm_d = manifold.norm(x, d)
+        alpha0 = jnp.where(jnp.isnan(state.next_alpha), initial_step / norm_d, state.next_alpha)
+        alpha, x_new, f_new, evals, ok, strict = backtrack(
+            cost,
+            manifold,
+            x,
+            args,
+            d,
+            f0,
+            df0,
+            alpha0,
+            c=c,
+            contraction=contraction,
+            max_iter=self.max_linesearch,
+        )
+        # pymanopt's adaptive line search: keep pace after one backtrack, else speed up.
+        next_alpha = jnp.where(evals == 2, alpha, 2.0 * alpha)
+        # Below the rounding error of f (accepted only within the slack), the step comes
+        # from directional derivatives instead (see secant_step).
+        noisy = ok & ~strict
+        alpha, x_new, f_new = jax.lax.cond(
+            noisy,
+            lambda: secant_step(cost, manifold, x, args, d, df0, alpha),
+            lambda: (alpha, x_new, f_new),
+        )
+        f_new, _, g_new = value_and_rgrad(cost, manifold, x_new, args)
+        gg_new = manifold.inner(x_new, g_new, g_new)
+        g_old = manifold.transport(x, x_new, g)
+        d_old = manifold.transport(x, x_new, d)
+        if beta_rule == "fletcher_reeves":
+            num, den = gg_new, gg
+        else:
+            diff = optax.tree.sub(g_new, g_old)
+            num = manifold.inner(x_new, g_new, diff)
+            den = manifold.inner(x_new, diff, d_old) if beta_rule == "hestenes_stiefel" else gg
+        beta = jnp.where(den != 0, num / jnp.where(den != 0, den, 1.0), 0.0)
+        beta = jnp.maximum(beta, 0.0) if beta_rule != "fletcher_reeves" else beta
+        # A failed line search restarts from steepest descent once; failing along -grad
+        # too is a breakdown.
+        beta = jnp.where(ok, beta, 0.0)
+        next_alpha = jnp.where(ok, next_alpha, jnp.nan)
+        d_new = optax.tree.add_scale(optax.tree.scale(-1.0, g_new), beta, d_old)
+        # d was -grad (the first step, or after a failure)
+        steepest = restart | jnp.isnan(state.next_alpha)
+        status = jnp.where(~ok & steepest, Status.BREAKDOWN, state.status)
+        new = CGState(
+            x_new,
+            state.iter_num + 1,
+            manifold.norm(x_new, g_new),
+            status.astype(jnp.int32),
+            f_new,
+            g_new,
+            d_new,
+            next_alpha,
+        )
+        return new, CGInfo(f_new, alpha * norm_d, beta, evals)
 
 
 def conjugate_gradient(
@@ -131,7 +153,7 @@ def conjugate_gradient(
     contraction=0.5,
     sufficient_decrease=0.5,
     max_linesearch: int = 10,
-):
+) -> ConjugateGradient:
     r"""Riemannian nonlinear conjugate gradient (pymanopt ``ConjugateGradient`` semantics).
 
     ``d_{k+1} = -grad f(x_{k+1}) + beta_k T_{x_k -> x_{k+1}}(d_k)`` with the projection
@@ -160,17 +182,12 @@ def conjugate_gradient(
         raise ValueError(f"beta_rule must be one of {BETA_RULES}, got {beta_rule!r}")
     if not isinstance(max_linesearch, int) or max_linesearch < 1:
         raise ValueError(f"max_linesearch must be a positive int, got {max_linesearch!r}")
-    hp = {
-        "initial_step": initial_step,
-        "contraction": contraction,
-        "sufficient_decrease": sufficient_decrease,
-    }
-    return make_solver(
-        _init,
-        _step,
-        hp=hp,
+    return ConjugateGradient(
         cost=cost,
         manifold=manifold,
+        initial_step=initial_step,
+        contraction=contraction,
+        sufficient_decrease=sufficient_decrease,
         beta_rule=beta_rule,
         max_linesearch=int(max_linesearch),
     )

@@ -2,23 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
+import optax
 
-from jaxsolve.core import Status, make_solver
-from jaxsolve.manifolds.base import tree_scale
+from jaxsolve.core import Status
+from jaxsolve.core.protocol import AbstractSolver, hyper
+from jaxsolve.manifolds import Manifold
 from jaxsolve.riemannian._common import (
     check_point,
     hessian_operator,
-    hp_as,
     start_status,
     validate,
     value_and_rgrad,
 )
 
-__all__ = ["cubic_newton", "ARCState", "ARCInfo", "solve_cubic_tridiagonal"]
+__all__ = ["cubic_newton", "CubicNewton", "ARCState", "ARCInfo", "solve_cubic_tridiagonal"]
 
 
 class ARCState(NamedTuple):
@@ -105,7 +108,7 @@ def _lanczos_arc(manifold, x, g, gnorm, hess, sigma, theta, *, max_inner):
     ``||grad m(s)|| <= theta ||s||^2``, an invariant subspace, or ``max_inner``."""
     k = max_inner
     dt = gnorm.dtype
-    q0 = tree_scale(1.0 / gnorm, g)
+    q0 = optax.tree.scale(1.0 / gnorm, g)
     basis = jax.tree.map(lambda v: jnp.zeros((k,) + v.shape, v.dtype).at[0].set(v), q0)
     tmat = jnp.zeros((k, k), dt)
     idx = jnp.arange(k)
@@ -139,7 +142,7 @@ def _lanczos_arc(manifold, x, g, gnorm, hess, sigma, theta, *, max_inner):
         done = (mgn <= theta * ynorm2) | breakdown | (j + 1 >= k)
         nxt = jnp.minimum(j + 1, k - 1)
         write = ~done
-        qn = tree_scale(1.0 / jnp.where(breakdown, 1.0, beta), r)
+        qn = optax.tree.scale(1.0 / jnp.where(breakdown, 1.0, beta), r)
         basis = jax.tree.map(lambda b, v: b.at[nxt].set(jnp.where(write, v, b[nxt])), basis, qn)
         tmat = tmat.at[j, nxt].set(jnp.where(write, beta, tmat[j, nxt]))
         tmat = tmat.at[nxt, j].set(jnp.where(write, beta, tmat[nxt, j]))
@@ -151,61 +154,91 @@ def _lanczos_arc(manifold, x, g, gnorm, hess, sigma, theta, *, max_inner):
     return manifold.proj(x, eta), j, mgn
 
 
-def _init(x0, args, *, hp, cost, manifold, max_inner):
-    check_point(manifold, x0)
-    f, eg, g = value_and_rgrad(cost, manifold, x0, args)
-    hp = hp_as(hp, x0)
-    return ARCState(
-        x0,
-        jnp.int32(0),
-        manifold.norm(x0, g),
-        start_status(manifold, x0),
-        f,
-        eg,
-        g,
-        hp["sigma0"],
-    )
+class CubicNewton(AbstractSolver):
+    """Riemannian adaptive regularization with cubics (see `cubic_newton`).
 
+    Static: ``cost``, ``manifold``, ``max_inner``. Traced: ``sigma0``, ``sigma_min``,
+    ``eta1``, ``eta2``, ``gamma1``, ``gamma2``, ``theta``, ``rho_regularization``.
+    """
 
-def _step(state, args, *, hp, cost, manifold, max_inner):
-    hp = hp_as(hp, state.x)
-    x, f, g, sigma = state.x, state.f, state.grad, state.sigma
-    gnorm = manifold.norm(x, g)
-    hess = hessian_operator(cost, manifold, x, args, state.egrad)
-    safe_g = jnp.where(gnorm > 0, gnorm, 1.0)
-    eta, nit, mgn = _lanczos_arc(
-        manifold, x, g, safe_g, hess, sigma, hp["theta"], max_inner=max_inner
-    )
-    heta = hess(eta)
-    x_prop = manifold.retract(x, eta)
-    f_prop = cost(x_prop, args)
-    reg = jnp.maximum(1.0, jnp.abs(f)) * jnp.finfo(f.dtype).eps * hp["rho_regularization"]
-    rho_num = f - f_prop + reg
-    rho_den = -manifold.inner(x, eta, g) - 0.5 * manifold.inner(x, eta, heta) + reg
-    den_ok = rho_den > 0
-    rho = jnp.where(den_ok, rho_num / jnp.where(den_ok, rho_den, 1.0), -jnp.inf)
-    accept = den_ok & (rho >= hp["eta1"])
-    sigma = jnp.where(
-        rho >= hp["eta2"],
-        jnp.maximum(hp["sigma_min"], hp["gamma1"] * sigma),
-        jnp.where(accept, sigma, hp["gamma2"] * sigma),
-    )
-    f_new, eg_new, g_new = value_and_rgrad(cost, manifold, x_prop, args)
-    pick = lambda a, b: jax.tree.map(lambda u, v: jnp.where(accept, u, v), a, b)
-    x_new, eg_new, g_new = pick(x_prop, x), pick(eg_new, state.egrad), pick(g_new, g)
-    f_new = jnp.where(accept, f_new, f)
-    status = jnp.where(sigma >= jnp.finfo(f.dtype).max / 4, Status.BREAKDOWN, state.status)
-    new = ARCState(
-        x_new,
-        state.iter_num + 1,
-        manifold.norm(x_new, g_new),
-        status.astype(jnp.int32),
-        f_new,
-        eg_new,
-        g_new,
-        sigma,
-    )
-    return new, ARCInfo(f_new, rho, accept, sigma, nit, mgn)
+    cost: Callable = eqx.field(static=True)
+    manifold: Manifold = eqx.field(static=True)
+    sigma0: Any
+    sigma_min: Any = 1e-7
+    eta1: Any = 0.1
+    eta2: Any = 0.9
+    gamma1: Any = 0.1
+    gamma2: Any = 2.0
+    theta: Any = 0.5
+    rho_regularization: Any = 1e3
+    max_inner: int = eqx.field(static=True, default=30)
+
+    def init(self, x0, args) -> ARCState:
+        manifold = self.manifold
+        check_point(manifold, x0)
+        f, eg, g = value_and_rgrad(self.cost, manifold, x0, args)
+        return ARCState(
+            x0,
+            jnp.int32(0),
+            manifold.norm(x0, g),
+            start_status(manifold, x0),
+            f,
+            eg,
+            g,
+            hyper(self.sigma0, x0),
+        )
+
+    def step(self, state: ARCState, args) -> tuple[ARCState, ARCInfo]:
+        cost, manifold = self.cost, self.manifold
+        theta, rho_reg, eta1, eta2, sigma_min, gamma1, gamma2 = hyper(
+            (
+                self.theta,
+                self.rho_regularization,
+                self.eta1,
+                self.eta2,
+                self.sigma_min,
+                self.gamma1,
+                self.gamma2,
+            ),
+            state.x,
+        )
+        x, f, g, sigma = state.x, state.f, state.grad, state.sigma
+        gnorm = manifold.norm(x, g)
+        hess = hessian_operator(cost, manifold, x, args, state.egrad)
+        safe_g = jnp.where(gnorm > 0, gnorm, 1.0)
+        eta, nit, mgn = _lanczos_arc(
+            manifold, x, g, safe_g, hess, sigma, theta, max_inner=self.max_inner
+        )
+        heta = hess(eta)
+        x_prop = manifold.retract(x, eta)
+        f_prop = cost(x_prop, args)
+        reg = jnp.maximum(1.0, jnp.abs(f)) * jnp.finfo(f.dtype).eps * rho_reg
+        rho_num = f - f_prop + reg
+        rho_den = -manifold.inner(x, eta, g) - 0.5 * manifold.inner(x, eta, heta) + reg
+        den_ok = rho_den > 0
+        rho = jnp.where(den_ok, rho_num / jnp.where(den_ok, rho_den, 1.0), -jnp.inf)
+        accept = den_ok & (rho >= eta1)
+        sigma = jnp.where(
+            rho >= eta2,
+            jnp.maximum(sigma_min, gamma1 * sigma),
+            jnp.where(accept, sigma, gamma2 * sigma),
+        )
+        f_new, eg_new, g_new = value_and_rgrad(cost, manifold, x_prop, args)
+        pick = lambda a, b: optax.tree.where(accept, a, b)
+        x_new, eg_new, g_new = pick(x_prop, x), pick(eg_new, state.egrad), pick(g_new, g)
+        f_new = jnp.where(accept, f_new, f)
+        status = jnp.where(sigma >= jnp.finfo(f.dtype).max / 4, Status.BREAKDOWN, state.status)
+        new = ARCState(
+            x_new,
+            state.iter_num + 1,
+            manifold.norm(x_new, g_new),
+            status.astype(jnp.int32),
+            f_new,
+            eg_new,
+            g_new,
+            sigma,
+        )
+        return new, ARCInfo(f_new, rho, accept, sigma, nit, mgn)
 
 
 def cubic_newton(
@@ -221,7 +254,7 @@ def cubic_newton(
     theta=0.5,
     rho_regularization=1e3,
     max_inner: int | None = None,
-):
+) -> CubicNewton:
     r"""Riemannian adaptive regularization with cubics (cubic-regularized Newton, ARC).
 
     Each step approximately minimizes the cubic model
@@ -263,14 +296,16 @@ def cubic_newton(
         max_inner = min(manifold.dim, 30)
     if not isinstance(max_inner, int) or max_inner < 1:
         raise ValueError(f"max_inner must be a positive int, got {max_inner!r}")
-    hp = {
-        "sigma0": sigma0,
-        "sigma_min": sigma_min,
-        "eta1": eta1,
-        "eta2": eta2,
-        "gamma1": gamma1,
-        "gamma2": gamma2,
-        "theta": theta,
-        "rho_regularization": rho_regularization,
-    }
-    return make_solver(_init, _step, hp=hp, cost=cost, manifold=manifold, max_inner=int(max_inner))
+    return CubicNewton(
+        cost=cost,
+        manifold=manifold,
+        sigma0=sigma0,
+        sigma_min=sigma_min,
+        eta1=eta1,
+        eta2=eta2,
+        gamma1=gamma1,
+        gamma2=gamma2,
+        theta=theta,
+        rho_regularization=rho_regularization,
+        max_inner=int(max_inner),
+    )

@@ -2,26 +2,28 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
+import optax
 
-from jaxsolve.core import Status, make_solver
+from jaxsolve.core import Status
+from jaxsolve.core.protocol import AbstractSolver, hyper
 from jaxsolve.core.validation import check_positive
-from jaxsolve.manifolds import Product
-from jaxsolve.manifolds.base import tree_scale
+from jaxsolve.manifolds import Manifold, Product
 from jaxsolve.riemannian._common import (
     backtrack,
     check_point,
-    hp_as,
     secant_step,
     start_status,
     validate,
     value_and_rgrad,
 )
 
-__all__ = ["gradient_descent", "GDState", "GDInfo"]
+__all__ = ["gradient_descent", "GradientDescent", "GDState", "GDInfo"]
 
 
 class GDState(NamedTuple):
@@ -40,89 +42,109 @@ class GDInfo(NamedTuple):
     evaluations: jax.Array  # cost evaluations of the line search(es)
 
 
-def _initial_alpha(f0, prev_f, df0, norm_d, hp):
+def _initial_alpha(f0, prev_f, df0, norm_d, optimism, initial_step):
     # pymanopt/Manopt: the first trial step doubles the previous decrease ("optimism")
     # and falls back to initial_step / ||d|| on the first iteration.
-    guess = hp["optimism"] * 2.0 * (f0 - prev_f) / df0
-    fallback = hp["initial_step"] / norm_d
+    guess = optimism * 2.0 * (f0 - prev_f) / df0
+    fallback = initial_step / norm_d
     return jnp.where(jnp.isfinite(guess) & (guess > 0), guess, fallback)
 
 
-def _init(x0, args, *, hp, cost, manifold, alternating, max_linesearch):
-    check_point(manifold, x0)
-    f, _, g = value_and_rgrad(cost, manifold, x0, args)
-    nblocks = len(manifold) if alternating else 1
-    return GDState(
-        x0,
-        jnp.int32(0),
-        manifold.norm(x0, g),
-        start_status(manifold, x0),
-        f,
-        g,
-        jnp.full((nblocks,), jnp.nan, f.dtype),
-    )
+class GradientDescent(AbstractSolver):
+    """Riemannian gradient descent (see `gradient_descent`).
 
+    Static: ``cost``, ``manifold``, ``max_linesearch``, ``alternating``. Traced:
+    ``initial_step``, ``contraction``, ``sufficient_decrease``, ``optimism``.
+    """
 
-def _step(state, args, *, hp, cost, manifold, alternating, max_linesearch):
-    hp = hp_as(hp, state.x)
-    ls = dict(c=hp["sufficient_decrease"], contraction=hp["contraction"], max_iter=max_linesearch)
-    if not alternating:
-        x, f0, g = state.x, state.f, state.grad
-        norm_d = manifold.norm(x, g)
-        d = tree_scale(-1.0, g)
-        df0 = -(norm_d**2)
-        alpha0 = _initial_alpha(f0, state.prev_f[0], df0, norm_d, hp)
-        alpha, x_new, f_new, evals, ok, strict = backtrack(
-            cost, manifold, x, args, d, f0, df0, alpha0, **ls
+    cost: Callable = eqx.field(static=True)
+    manifold: Manifold = eqx.field(static=True)
+    initial_step: Any = 1.0
+    contraction: Any = 0.5
+    sufficient_decrease: Any = 1e-4
+    optimism: Any = 2.0
+    max_linesearch: int = eqx.field(static=True, default=25)
+    alternating: bool = eqx.field(static=True, default=False)
+
+    def init(self, x0, args) -> GDState:
+        cost, manifold = self.cost, self.manifold
+        check_point(manifold, x0)
+        f, _, g = value_and_rgrad(cost, manifold, x0, args)
+        nblocks = len(manifold) if self.alternating else 1
+        return GDState(
+            x0,
+            jnp.int32(0),
+            manifold.norm(x0, g),
+            start_status(manifold, x0),
+            f,
+            g,
+            jnp.full((nblocks,), jnp.nan, f.dtype),
         )
-        alpha, x_new, f_new = jax.lax.cond(
-            ok & ~strict,  # decrease below the rounding error of f: use derivatives
-            lambda: secant_step(cost, manifold, x, args, d, df0, alpha),
-            lambda: (alpha, x_new, f_new),
+
+    def step(self, state: GDState, args) -> tuple[GDState, GDInfo]:
+        cost, manifold = self.cost, self.manifold
+        c, contraction, optimism, initial_step = hyper(
+            (self.sufficient_decrease, self.contraction, self.optimism, self.initial_step),
+            state.x,
         )
-        prev_f = state.prev_f.at[0].set(f0)
-        step = alpha * norm_d
-        failed = ~ok
-    else:
-        # Block Gauss-Seidel: one Armijo step per factor, the others held at their
-        # latest values (the alternating scheme of weight-normalized sensing, paper 1).
-        x = list(state.x)
-        f_cur = state.f
-        prev_f, step, evals, failed = state.prev_f, 0.0, jnp.int32(0), jnp.asarray(False)
-        for i, mi in enumerate(manifold.manifolds):
-
-            def block_cost(xi, a, i=i, x=tuple(x)):
-                return cost(x[:i] + (xi,) + x[i + 1 :], a)
-
-            fi, _, gi = value_and_rgrad(block_cost, mi, x[i], args)
-            norm_d = mi.norm(x[i], gi)
+        ls = dict(c=c, contraction=contraction, max_iter=self.max_linesearch)
+        if not self.alternating:
+            x, f0, g = state.x, state.f, state.grad
+            norm_d = manifold.norm(x, g)
+            d = optax.tree.scale(-1.0, g)
             df0 = -(norm_d**2)
-            alpha0 = _initial_alpha(fi, prev_f[i], df0, norm_d, hp)
-            di = tree_scale(-1.0, gi)
-            alpha, xi, f_cur, k, ok, strict = backtrack(
-                block_cost, mi, x[i], args, di, fi, df0, alpha0, **ls
+            alpha0 = _initial_alpha(f0, state.prev_f[0], df0, norm_d, optimism, initial_step)
+            alpha, x_new, f_new, evals, ok, strict = backtrack(
+                cost, manifold, x, args, d, f0, df0, alpha0, **ls
             )
-            alpha, xi, f_cur = jax.lax.cond(
-                ok & ~strict,
-                lambda bc=block_cost, mi=mi, xi0=x[i], di=di, df0=df0, alpha=alpha: secant_step(
-                    bc, mi, xi0, args, di, df0, alpha
-                ),
-                lambda alpha=alpha, xi=xi, f_cur=f_cur: (alpha, xi, f_cur),
+            alpha, x_new, f_new = jax.lax.cond(
+                ok & ~strict,  # decrease below the rounding error of f: use derivatives
+                lambda: secant_step(cost, manifold, x, args, d, df0, alpha),
+                lambda: (alpha, x_new, f_new),
             )
-            # a block already stationary may legitimately not move
-            failed = failed | (~ok & (norm_d > 0))
-            prev_f = prev_f.at[i].set(fi)
-            x[i] = xi
-            step = step + alpha * norm_d
-            evals = evals + k
-        x_new, f_new = tuple(x), f_cur
-        failed = failed & (step == 0)
-    f_new, _, g_new = value_and_rgrad(cost, manifold, x_new, args)
-    status = jnp.where(failed, jnp.int32(Status.BREAKDOWN), state.status)
-    new = GDState(
-        x_new, state.iter_num + 1, manifold.norm(x_new, g_new), status, f_new, g_new, prev_f
-    )
-    return new, GDInfo(f_new, step, evals)
+            prev_f = state.prev_f.at[0].set(f0)
+            step = alpha * norm_d
+            failed = ~ok
+        else:
+            # Block Gauss-Seidel: one Armijo step per factor, the others held at their
+            # latest values (the alternating scheme of weight-normalized sensing, paper 1).
+            x = list(state.x)
+            f_cur = state.f
+            prev_f, step, evals, failed = state.prev_f, 0.0, jnp.int32(0), jnp.asarray(False)
+            for i, mi in enumerate(manifold.manifolds):
+
+                def block_cost(xi, a, i=i, x=tuple(x)):
+                    return cost(x[:i] + (xi,) + x[i + 1 :], a)
+
+                fi, _, gi = value_and_rgrad(block_cost, mi, x[i], args)
+                norm_d = mi.norm(x[i], gi)
+                df0 = -(norm_d**2)
+                alpha0 = _initial_alpha(fi, prev_f[i], df0, norm_d, optimism, initial_step)
+                di = optax.tree.scale(-1.0, gi)
+                alpha, xi, f_cur, k, ok, strict = backtrack(
+                    block_cost, mi, x[i], args, di, fi, df0, alpha0, **ls
+                )
+                alpha, xi, f_cur = jax.lax.cond(
+                    ok & ~strict,
+                    lambda bc=block_cost, mi=mi, xi0=x[i], di=di, df0=df0, alpha=alpha: secant_step(
+                        bc, mi, xi0, args, di, df0, alpha
+                    ),
+                    lambda alpha=alpha, xi=xi, f_cur=f_cur: (alpha, xi, f_cur),
+                )
+                # a block already stationary may legitimately not move
+                failed = failed | (~ok & (norm_d > 0))
+                prev_f = prev_f.at[i].set(fi)
+                x[i] = xi
+                step = step + alpha * norm_d
+                evals = evals + k
+            x_new, f_new = tuple(x), f_cur
+            failed = failed & (step == 0)
+        f_new, _, g_new = value_and_rgrad(cost, manifold, x_new, args)
+        status = jnp.where(failed, jnp.int32(Status.BREAKDOWN), state.status)
+        new = GDState(
+            x_new, state.iter_num + 1, manifold.norm(x_new, g_new), status, f_new, g_new, prev_f
+        )
+        return new, GDInfo(f_new, step, evals)
 
 
 def gradient_descent(
@@ -135,7 +157,7 @@ def gradient_descent(
     optimism=2.0,
     max_linesearch: int = 25,
     alternating: bool = False,
-):
+) -> GradientDescent:
     r"""Riemannian steepest descent with Armijo backtracking.
 
     ``x_{k+1} = R_{x_k}(-alpha_k grad f(x_k))`` where ``grad f`` is the manifold's
@@ -179,18 +201,13 @@ def gradient_descent(
         raise ValueError(f"max_linesearch must be a positive int, got {max_linesearch!r}")
     if alternating and not isinstance(manifold, Product):
         raise ValueError("alternating=True needs a Product manifold (one block per factor)")
-    hp = {
-        "initial_step": initial_step,
-        "contraction": contraction,
-        "sufficient_decrease": sufficient_decrease,
-        "optimism": optimism,
-    }
-    return make_solver(
-        _init,
-        _step,
-        hp=hp,
+    return GradientDescent(
         cost=cost,
         manifold=manifold,
-        alternating=bool(alternating),
+        initial_step=initial_step,
+        contraction=contraction,
+        sufficient_decrease=sufficient_decrease,
+        optimism=optimism,
         max_linesearch=int(max_linesearch),
+        alternating=bool(alternating),
     )

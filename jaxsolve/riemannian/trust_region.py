@@ -2,23 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
+import optax
 
-from jaxsolve.core import Status, make_solver
-from jaxsolve.manifolds.base import tree_axpy, tree_scale
+from jaxsolve.core import Status
+from jaxsolve.core.protocol import AbstractSolver, hyper
+from jaxsolve.manifolds import Manifold
 from jaxsolve.riemannian._common import (
     check_point,
     hessian_operator,
-    hp_as,
     start_status,
     validate,
     value_and_rgrad,
 )
 
-__all__ = ["trust_region", "TRState", "TRInfo", "TCG_STOP_REASONS"]
+__all__ = ["trust_region", "TrustRegion", "TRState", "TRInfo", "TCG_STOP_REASONS"]
 
 # Stop codes of the truncated CG subproblem solver (pymanopt's numbering).
 NEGATIVE_CURVATURE, EXCEEDED_TR, TARGET_LINEAR, TARGET_SUPERLINEAR, MAX_INNER, MODEL_INCREASED = (
@@ -71,7 +74,7 @@ def _tcg(manifold, x, g, hess, radius, theta, kappa, *, min_inner, max_inner):
         zero,
         g,
         r_r,
-        tree_scale(-1.0, g),
+        optax.tree.scale(-1.0, g),
         jnp.zeros((), dt),
         jnp.zeros((), dt),
         r_r,
@@ -90,28 +93,30 @@ def _tcg(manifold, x, g, hess, radius, theta, kappa, *, min_inner, max_inner):
         e_pe_new = jnp.where(d_hd != 0, e_pe + 2 * alpha * e_pd + alpha**2 * d_pd, e_pe)
         boundary = (d_hd <= 0) | (e_pe_new >= radius**2)
         tau = (-e_pd + jnp.sqrt(jnp.maximum(e_pd * e_pd + d_pd * (radius**2 - e_pe), 0))) / d_pd
-        eta_b = tree_axpy(tau, delta, eta)
-        heta_b = tree_axpy(tau, hdelta, heta)
+        eta_b = optax.tree.add_scale(eta, tau, delta)
+        heta_b = optax.tree.add_scale(heta, tau, hdelta)
         stop_b = jnp.where(d_hd <= 0, NEGATIVE_CURVATURE, EXCEEDED_TR)
 
-        new_eta = tree_axpy(alpha, delta, eta)
-        new_heta = tree_axpy(alpha, hdelta, heta)
+        new_eta = optax.tree.add_scale(eta, alpha, delta)
+        new_heta = optax.tree.add_scale(heta, alpha, hdelta)
         new_model = inner(new_eta, g) + 0.5 * inner(new_eta, new_heta)
         increased = new_model >= model
-        r_new = tree_axpy(alpha, hdelta, r)
+        r_new = optax.tree.add_scale(r, alpha, hdelta)
         rr_new = inner(r_new, r_new)
         norm_r = jnp.sqrt(rr_new)
         target = (j >= min_inner) & (norm_r <= norm_r0 * jnp.minimum(norm_r0**theta, kappa))
         stop_t = jnp.where(kappa < norm_r0**theta, TARGET_LINEAR, TARGET_SUPERLINEAR)
         beta = rr_new / z_r
-        delta_new = manifold.proj(x, tree_axpy(beta, delta, tree_scale(-1.0, r_new)))
+        delta_new = manifold.proj(
+            x, optax.tree.add_scale(optax.tree.scale(-1.0, r_new), beta, delta)
+        )
         e_pd_new = beta * (e_pd + alpha * d_pd)
         d_pd_new = rr_new + beta * beta * d_pd
 
         interior = ~boundary & ~increased
-        sel = lambda a, b: jax.tree.map(lambda u, v: jnp.where(interior, u, v), a, b)
-        eta_out = jax.tree.map(lambda u, v: jnp.where(boundary, u, v), eta_b, sel(new_eta, eta))
-        heta_out = jax.tree.map(lambda u, v: jnp.where(boundary, u, v), heta_b, sel(new_heta, heta))
+        sel = lambda a, b: optax.tree.where(interior, a, b)
+        eta_out = optax.tree.where(boundary, eta_b, sel(new_eta, eta))
+        heta_out = optax.tree.where(boundary, heta_b, sel(new_heta, heta))
         stop = jnp.where(
             boundary, stop_b, jnp.where(increased, MODEL_INCREASED, jnp.where(target, stop_t, -1))
         ).astype(jnp.int32)
@@ -135,67 +140,89 @@ def _tcg(manifold, x, g, hess, radius, theta, kappa, *, min_inner, max_inner):
     return eta, heta, j, stop
 
 
-def _init(x0, args, *, hp, cost, manifold, min_inner, max_inner):
-    check_point(manifold, x0)
-    f, eg, g = value_and_rgrad(cost, manifold, x0, args)
-    hp = hp_as(hp, x0)
-    return TRState(
-        x0,
-        jnp.int32(0),
-        manifold.norm(x0, g),
-        start_status(manifold, x0),
-        f,
-        eg,
-        g,
-        hp["initial_radius"],
-    )
+class TrustRegion(AbstractSolver):
+    """Riemannian trust region with truncated CG (see `trust_region`).
 
+    Static: ``cost``, ``manifold``, ``min_inner``, ``max_inner``. Traced:
+    ``max_radius``, ``initial_radius``, ``kappa``, ``theta``, ``rho_prime``,
+    ``rho_regularization``.
+    """
 
-def _step(state, args, *, hp, cost, manifold, min_inner, max_inner):
-    hp = hp_as(hp, state.x)
-    x, f, g, radius = state.x, state.f, state.grad, state.radius
-    hess = hessian_operator(cost, manifold, x, args, state.egrad)
-    eta, heta, nit, stop = _tcg(
-        manifold,
-        x,
-        g,
-        hess,
-        radius,
-        hp["theta"],
-        hp["kappa"],
-        min_inner=min_inner,
-        max_inner=max_inner,
-    )
-    x_prop = manifold.retract(x, eta)
-    f_prop = cost(x_prop, args)
-    reg = jnp.maximum(1.0, jnp.abs(f)) * jnp.finfo(f.dtype).eps * hp["rho_regularization"]
-    rhonum = f - f_prop + reg
-    rhoden = -manifold.inner(x, g, eta) - 0.5 * manifold.inner(x, eta, heta) + reg
-    model_decreased = rhoden >= 0
-    rho = rhonum / rhoden
-    shrink = (rho < 0.25) | ~model_decreased | jnp.isnan(rho)
-    grow = (rho > 0.75) & ((stop == NEGATIVE_CURVATURE) | (stop == EXCEEDED_TR))
-    radius = jnp.where(
-        shrink, radius / 4, jnp.where(grow, jnp.minimum(2 * radius, hp["max_radius"]), radius)
-    )
-    accept = model_decreased & (rho > hp["rho_prime"])
-    f_new, eg_new, g_new = value_and_rgrad(cost, manifold, x_prop, args)
-    pick = lambda a, b: jax.tree.map(lambda u, v: jnp.where(accept, u, v), a, b)
-    x_new, eg_new, g_new = pick(x_prop, x), pick(eg_new, state.egrad), pick(g_new, g)
-    f_new = jnp.where(accept, f_new, f)
-    # a radius that underflowed can never produce a step again
-    status = jnp.where(radius <= jnp.finfo(f.dtype).tiny, Status.BREAKDOWN, state.status)
-    new = TRState(
-        x_new,
-        state.iter_num + 1,
-        manifold.norm(x_new, g_new),
-        status.astype(jnp.int32),
-        f_new,
-        eg_new,
-        g_new,
-        radius,
-    )
-    return new, TRInfo(f_new, rho, accept, nit, stop)
+    cost: Callable = eqx.field(static=True)
+    manifold: Manifold = eqx.field(static=True)
+    max_radius: Any
+    initial_radius: Any
+    kappa: Any = 0.1
+    theta: Any = 1.0
+    rho_prime: Any = 0.1
+    rho_regularization: Any = 1e3
+    min_inner: int = eqx.field(static=True, default=1)
+    max_inner: int = eqx.field(static=True, default=1)
+
+    def init(self, x0, args) -> TRState:
+        manifold = self.manifold
+        check_point(manifold, x0)
+        f, eg, g = value_and_rgrad(self.cost, manifold, x0, args)
+        return TRState(
+            x0,
+            jnp.int32(0),
+            manifold.norm(x0, g),
+            start_status(manifold, x0),
+            f,
+            eg,
+            g,
+            hyper(self.initial_radius, x0),
+        )
+
+    def step(self, state: TRState, args) -> tuple[TRState, TRInfo]:
+        cost, manifold = self.cost, self.manifold
+        theta, kappa, rho_reg, max_radius, rho_prime = hyper(
+            (self.theta, self.kappa, self.rho_regularization, self.max_radius, self.rho_prime),
+            state.x,
+        )
+        x, f, g, radius = state.x, state.f, state.grad, state.radius
+        hess = hessian_operator(cost, manifold, x, args, state.egrad)
+        eta, heta, nit, stop = _tcg(
+            manifold,
+            x,
+            g,
+            hess,
+            radius,
+            theta,
+            kappa,
+            min_inner=self.min_inner,
+            max_inner=self.max_inner,
+        )
+        x_prop = manifold.retract(x, eta)
+        f_prop = cost(x_prop, args)
+        reg = jnp.maximum(1.0, jnp.abs(f)) * jnp.finfo(f.dtype).eps * rho_reg
+        rhonum = f - f_prop + reg
+        rhoden = -manifold.inner(x, g, eta) - 0.5 * manifold.inner(x, eta, heta) + reg
+        model_decreased = rhoden >= 0
+        rho = rhonum / rhoden
+        shrink = (rho < 0.25) | ~model_decreased | jnp.isnan(rho)
+        grow = (rho > 0.75) & ((stop == NEGATIVE_CURVATURE) | (stop == EXCEEDED_TR))
+        radius = jnp.where(
+            shrink, radius / 4, jnp.where(grow, jnp.minimum(2 * radius, max_radius), radius)
+        )
+        accept = model_decreased & (rho > rho_prime)
+        f_new, eg_new, g_new = value_and_rgrad(cost, manifold, x_prop, args)
+        pick = lambda a, b: optax.tree.where(accept, a, b)
+        x_new, eg_new, g_new = pick(x_prop, x), pick(eg_new, state.egrad), pick(g_new, g)
+        f_new = jnp.where(accept, f_new, f)
+        # a radius that underflowed can never produce a step again
+        status = jnp.where(radius <= jnp.finfo(f.dtype).tiny, Status.BREAKDOWN, state.status)
+        new = TRState(
+            x_new,
+            state.iter_num + 1,
+            manifold.norm(x_new, g_new),
+            status.astype(jnp.int32),
+            f_new,
+            eg_new,
+            g_new,
+            radius,
+        )
+        return new, TRInfo(f_new, rho, accept, nit, stop)
 
 
 def trust_region(
@@ -210,7 +237,7 @@ def trust_region(
     rho_regularization=1e3,
     min_inner: int = 1,
     max_inner: int | None = None,
-):
+) -> TrustRegion:
     r"""Riemannian trust-region method (RTR) with a truncated-CG subproblem solver.
 
     Each step approximately solves ``min_s f + <g, s> + 1/2 <s, Hess f(x)[s]>`` over
@@ -252,20 +279,15 @@ def trust_region(
     for name, v in (("min_inner", min_inner), ("max_inner", max_inner)):
         if not isinstance(v, int) or v < 0:
             raise ValueError(f"{name} must be a non-negative int, got {v!r}")
-    hp = {
-        "max_radius": max_radius,
-        "initial_radius": initial_radius,
-        "kappa": kappa,
-        "theta": theta,
-        "rho_prime": rho_prime,
-        "rho_regularization": rho_regularization,
-    }
-    return make_solver(
-        _init,
-        _step,
-        hp=hp,
+    return TrustRegion(
         cost=cost,
         manifold=manifold,
+        max_radius=max_radius,
+        initial_radius=initial_radius,
+        kappa=kappa,
+        theta=theta,
+        rho_prime=rho_prime,
+        rho_regularization=rho_regularization,
         min_inner=int(min_inner),
         max_inner=max(1, int(max_inner)),
     )
