@@ -40,6 +40,7 @@ _SUBPACKAGES = (
     "layers",
     "losses",
     "manifolds",
+    "nlp",
     "ot",
     "projections",
     "qp",

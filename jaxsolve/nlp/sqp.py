@@ -1,0 +1,558 @@
+r"""Sequential quadratic programming whose subproblems are always feasible (FlexQP).
+
+Problem (``fun``, ``eq``, ``ineq`` smooth; ``lb``/``ub`` optional bounds on ``x``):
+
+$$
+\min_x f(x) \quad\text{s.t.}\quad c_E(x) = 0,\quad c_I(x) \le 0,\quad lb \le x \le ub .
+$$
+
+Iteration (line-search SQP; Nocedal and Wright, *Numerical Optimization*, 2nd ed.,
+ch. 18; the subproblem solver of Oshin et al., "Deep FlexQP", ICLR 2026): at $x_k$
+with a positive definite model $B_k$ of the Lagrangian's Hessian, the step $d$
+solves the QP
+
+$$
+\min_d\ \tfrac12 d^\top B_k d + \nabla f^\top d \quad\text{s.t.}\quad
+c_E + J_E d = 0,\quad c_I + J_I d \le 0,\quad lb - x_k \le d \le ub - x_k
+$$
+
+by FlexQP, which minimizes the exact $\ell_1$ (elastic) relaxation of the QP. When
+the linearization is infeasible (a start inside an obstacle, a rank-deficient
+$J_E$) the subproblem does not abort: $d$ is the step of least $\ell_1$ violation
+of the linearized constraints, so the method keeps reducing the violation, the
+elastic mode of SNOPT without a mode switch.
+
+* Merit and line search: the $\ell_1$ merit $\phi_\nu(x) = f(x) + \nu V(x)$,
+  $V(x) = \|c_E\|_1 + \|c_I^+\|_1 + \|(lb - x)^+\|_1 + \|(x - ub)^+\|_1$, and
+  Armijo backtracking $\phi_\nu(x + t d) \le \phi_\nu(x) + \eta\, t\, D$ with
+  $D = \nabla f^\top d - \nu\,(V(x) - V_{\mathrm{lin}}(d))$, the directional
+  derivative of the merit's linear model. Penalty: $\nu \leftarrow
+  \max(\nu, 1.1 \|y\|_\infty)$ with $y$ the subproblem's multipliers. Why this
+  suffices, in one line: $d$ minimizes the strongly convex relaxed model
+  $\nabla f^\top d + \tfrac12 d^\top B d + \mu V_{\mathrm{lin}}(d)$ with $\mu \ge
+  \|y\|_\infty$, so comparing with $d = 0$ gives $D \le -d^\top B d < 0$ whenever
+  $\nu \ge \mu$ or the subproblem is feasible; a trial point where $f$ or a
+  constraint is NaN is rejected like an increase.
+* Hessian model: ``"bfgs"`` (default), Powell's damped BFGS update of $B$ with
+  $s = x_{k+1} - x_k$, $r = \nabla_x L(x_{k+1}, y) - \nabla_x L(x_k, y)$ (damping
+  keeps $B$ positive definite: $\theta = 1$ if $s^\top r \ge 0.2\, s^\top B s$,
+  else $0.8\, s^\top B s / (s^\top B s - s^\top r)$, $r \leftarrow \theta r +
+  (1-\theta) B s$); ``"exact"``, the Lagrangian's Hessian $H$ convexified along the
+  active constraints, $H + \rho J_A^\top J_A$ (which leaves the subproblem's
+  solution unchanged where $H$ is positive definite on the null space of $J_A$, so
+  Newton's local rate is kept; $\rho = 10 \max(1, \|H\|_{\max}) /
+  \|J_A^\top J_A\|_{\max}$), then its eigenvalues replaced by
+  $\max(|\lambda|, \delta)$, $\delta = 10^{-8} \max(1, \max|\lambda|)$. A callable
+  ``hessian(x, y, args) -> B`` gives a user model (e.g. Gauss-Newton $J_r^\top J_r$);
+  it must be positive definite.
+* Multipliers: the subproblem's $y$ (OSQP's sign convention, rows ordered
+  $[E; I; \text{bounds}]$: $\nabla f + J^\top y = 0$, $y_I \ge 0$, bound rows
+  positive at an active upper bound).
+* ``error``, the KKT residual (absolute, in the problem's units):
+  $\max(\|\nabla f + J_E^\top y_E + J_I^\top y_I + y_B\|_\infty,\ \|V\|_\infty,\
+  \max_i |y_{I,i}\, c_{I,i}|,\ \max_i (-y_{I,i})^+,\ \text{bound complementarity})$,
+  so ``SUCCESS`` means a KKT point to ``tol``: feasible, stationary, complementary.
+  An infeasible problem can never end ``SUCCESS``: it ends ``INFEASIBLE`` when the
+  subproblem certifies its linearization infeasible and the step has vanished (a
+  stationary point of the violation, returned as the least-violation point), else
+  ``MAX_STEPS``. A line search without an acceptable step ends ``BREAKDOWN``.
+
+Warm starts: each subproblem starts from the previous one's multipliers, ADMM
+penalty and elastic weight (`jaxsolve.qp.WarmStart`). Everything runs in one
+compiled program, so ``jax.vmap`` over problem data solves a batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+from jaxsolve.core import Solution, Status, solve
+from jaxsolve.core.protocol import AbstractSolver, hyper
+from jaxsolve.core.validation import check_floating
+from jaxsolve.qp import QP, WarmStart, flexqp
+
+__all__ = ["SQP", "SQPState", "SQPInfo", "sqp", "minimize_sqp"]
+
+_HESSIANS = ("bfgs", "exact")
+
+
+class SQPState(NamedTuple):
+    r"""State of `sqp`.
+
+    Attributes:
+        x: the iterate.
+        iter_num: SQP iterations taken.
+        error: the KKT residual (module docstring) at ``x`` with multipliers ``y``.
+        status: ``INFEASIBLE`` / ``BREAKDOWN`` when declared, else ``SUCCESS``.
+        f: objective value at ``x``.
+        grad: its gradient.
+        ce, ci: equality and inequality constraint values at ``x`` (``ci <= 0`` wanted).
+        je, ji: their Jacobians.
+        y: multipliers of the rows ``[E; I; bounds]`` (OSQP sign convention).
+        hess: the positive definite Hessian model $B$.
+        penalty: the merit's $\nu$.
+        violation: $\|V\|_\infty$ at ``x``.
+        warm: the subproblem's warm start (multipliers, ADMM penalty, elastic weight).
+        recent: ``(memory, 2)`` objective values and l1 violations of the last
+            ``memory`` iterates (the nonmonotone line search's reference).
+    """
+
+    x: jax.Array
+    iter_num: jax.Array
+    error: jax.Array
+    status: jax.Array
+    f: jax.Array
+    grad: jax.Array
+    ce: jax.Array
+    ci: jax.Array
+    je: jax.Array
+    ji: jax.Array
+    y: jax.Array
+    hess: jax.Array
+    penalty: jax.Array
+    violation: jax.Array
+    warm: WarmStart
+    recent: jax.Array
+
+
+class SQPInfo(NamedTuple):
+    """Per-step diagnostics: accepted step length, line-search trials, subproblem
+    status and steps, merit value before the step."""
+
+    step_size: jax.Array
+    trials: jax.Array
+    qp_status: jax.Array
+    qp_steps: jax.Array
+    merit: jax.Array
+
+
+class _Eval(NamedTuple):
+    f: jax.Array
+    g: jax.Array
+    ce: jax.Array
+    ci: jax.Array
+    je: jax.Array
+    ji: jax.Array
+
+
+def _pos(v):
+    return jnp.maximum(v, 0)
+
+
+class SQP(AbstractSolver):
+    """Line-search SQP with FlexQP subproblems (see the module docstring); built by `sqp`.
+
+    Static: ``fun``, ``eq``, ``ineq``, ``hessian`` (a name or a callable),
+    ``max_linesearch``, ``qp_max_steps``. Traced: ``lb``, ``ub`` (arrays or floats),
+    ``armijo``, ``backtrack``, ``penalty`` (the initial $\\nu$), ``qp_tol`` and the
+    subproblem solver's own hyperparameters (``qp_solver``, a FlexQP solver).
+    """
+
+    fun: Callable = eqx.field(static=True)
+    qp_solver: Any
+    eq: Callable | None = eqx.field(static=True, default=None)
+    ineq: Callable | None = eqx.field(static=True, default=None)
+    lb: Any = None
+    ub: Any = None
+    hessian: Any = eqx.field(static=True, default="bfgs")
+    armijo: Any = 1e-4
+    backtrack: Any = 0.5
+    penalty: Any = 1.0
+    qp_tol: Any = None
+    qp_max_steps: int = eqx.field(static=True, default=200)
+    max_linesearch: int = eqx.field(static=True, default=30)
+    memory: int = eqx.field(static=True, default=4)
+
+    # --- evaluation ------------------------------------------------------------------
+
+    def _values(self, x, args):
+        """``(f, c_E, c_I)`` at ``x`` (empty vectors for absent constraints)."""
+        dtype = x.dtype
+        f = jnp.asarray(self.fun(x, args), dtype)
+        ce = jnp.zeros((0,), dtype) if self.eq is None else jnp.asarray(self.eq(x, args), dtype)
+        ci = jnp.zeros((0,), dtype) if self.ineq is None else jnp.asarray(self.ineq(x, args), dtype)
+        return f, jnp.reshape(ce, (-1,)), jnp.reshape(ci, (-1,))
+
+    def _evaluate(self, x, args) -> _Eval:
+        f, g = jax.value_and_grad(lambda z: self._values(z, args)[0])(x)
+        cons = lambda z: jnp.concatenate(self._values(z, args)[1:])
+        _, ce, ci = self._values(x, args)
+        m = ce.shape[0] + ci.shape[0]
+        if m:
+            # reverse mode when there are fewer constraints than variables
+            jac = (jax.jacrev if m < x.shape[0] else jax.jacfwd)(cons)(x)
+        else:
+            jac = jnp.zeros((0, x.shape[0]), x.dtype)
+        me = ce.shape[0]
+        return _Eval(f, g, ce, ci, jac[:me], jac[me:])
+
+    def _bounds(self, x):
+        """``(lb, ub)`` as ``(n,)`` arrays in ``x``'s dtype, or ``None`` without bounds."""
+        if self.lb is None and self.ub is None:
+            return None
+        n, dtype = x.shape[0], x.dtype
+        lb = -jnp.inf if self.lb is None else self.lb
+        ub = jnp.inf if self.ub is None else self.ub
+        lb = jnp.broadcast_to(hyper(lb, dtype), (n,))
+        ub = jnp.broadcast_to(hyper(ub, dtype), (n,))
+        return lb, ub
+
+    def _violation(self, x, ce, ci, ord_one: bool):
+        bounds = self._bounds(x)
+        parts = [jnp.abs(ce), _pos(ci)]
+        if bounds is not None:
+            lb, ub = bounds
+            parts += [_pos(lb - x), _pos(x - ub)]
+        v = jnp.concatenate(parts)
+        if v.shape[0] == 0:
+            return jnp.zeros((), x.dtype)
+        return jnp.sum(v) if ord_one else jnp.max(v)
+
+    def _lagrangian_grad(self, e: _Eval, y):
+        me, mi = e.ce.shape[0], e.ci.shape[0]
+        gl = e.g + e.je.T @ y[:me] + e.ji.T @ y[me : me + mi]
+        if y.shape[0] > me + mi:
+            gl = gl + y[me + mi :]
+        return gl
+
+    def _kkt(self, x, e: _Eval, y):
+        """The KKT residual: stationarity, violation, complementarity, dual sign."""
+        me, mi = e.ce.shape[0], e.ci.shape[0]
+        terms = [
+            jnp.max(jnp.abs(self._lagrangian_grad(e, y))),
+            self._violation(x, e.ce, e.ci, ord_one=False),
+        ]
+        if mi:
+            yi = y[me : me + mi]
+            terms += [jnp.max(jnp.abs(yi * e.ci)), jnp.max(_pos(-yi))]
+        bounds = self._bounds(x)
+        if bounds is not None:
+            lb, ub = bounds
+            yb = y[me + mi :]
+            # y_B > 0 at an active upper bound, < 0 at a lower one; a multiplier on an
+            # infinite bound is itself the residual
+            up = jnp.where(jnp.isfinite(ub), _pos(yb) * (ub - x), _pos(yb))
+            lo = jnp.where(jnp.isfinite(lb), _pos(-yb) * (x - lb), _pos(-yb))
+            terms += [jnp.max(jnp.abs(up)), jnp.max(jnp.abs(lo))]
+        return jnp.max(jnp.stack(terms))
+
+    def _model(self, x, e: _Eval, y, args):
+        """The positive definite Hessian model at ``x`` for ``hessian != "bfgs"``."""
+        if callable(self.hessian):
+            return jnp.asarray(self.hessian(x, y, args), x.dtype)
+        me, mi = e.ce.shape[0], e.ci.shape[0]
+
+        def lag(z):
+            f, ce, ci = self._values(z, args)
+            return f + jnp.dot(y[:me], ce) + jnp.dot(y[me : me + mi], ci)
+
+        H = jax.hessian(lag)(x)
+        H = (H + H.T) / 2
+        # convexify along the active constraints first: on {J_A d = -c_A} the term
+        # (rho/2)|J_A d|^2 is constant, so the subproblem's solution is unchanged
+        # where H is positive definite on the null space of J_A (Newton's local rate is
+        # kept), and B becomes positive definite there
+        active = jnp.concatenate([jnp.ones_like(e.ce), (y[me : me + mi] > 0).astype(x.dtype)])
+        JA = jnp.concatenate([e.je, e.ji]) * active[:, None]
+        G = JA.T @ JA
+        scale = jnp.maximum(1.0, jnp.max(jnp.abs(H)))
+        gnorm = jnp.max(jnp.abs(G))
+        rho = jnp.where(gnorm > 0, 10 * scale / jnp.where(gnorm > 0, gnorm, 1), 0)
+        w, V = jnp.linalg.eigh(H + rho * G)
+        delta = 1e-8 * jnp.maximum(1.0, jnp.max(jnp.abs(w)))
+        return (V * jnp.maximum(jnp.abs(w), delta)) @ V.T
+
+    # --- protocol ----------------------------------------------------------------------
+
+    def init(self, x0, args) -> SQPState:
+        x0 = jnp.asarray(x0)
+        check_floating("x0", x0)
+        if x0.ndim != 1:
+            raise ValueError(f"x0 must be a vector (n,), got shape {x0.shape}")
+        if not (self.hessian in _HESSIANS or callable(self.hessian)):
+            raise ValueError(
+                f"hessian must be one of {_HESSIANS} or a callable, got {self.hessian!r}"
+            )
+        bounds = self._bounds(x0)
+        x = x0 if bounds is None else jnp.clip(x0, *bounds)  # bounds are kept exactly
+        dtype = x.dtype
+        e = self._evaluate(x, args)
+        m = e.ce.shape[0] + e.ci.shape[0] + (0 if bounds is None else x.shape[0])
+        y = jnp.zeros((m,), dtype)
+        n = x.shape[0]
+        hess = jnp.eye(n, dtype=dtype) if self.hessian == "bfgs" else self._model(x, e, y, args)
+        warm = WarmStart(
+            x=jnp.zeros((n,), dtype),
+            y=y,
+            z=jnp.zeros((m,), dtype),
+            rho=jnp.asarray(0.1, dtype),
+            mu=jnp.zeros((), dtype),  # clipped up to the subproblem solver's initial weight
+        )
+        return SQPState(
+            x=x,
+            iter_num=jnp.int32(0),
+            error=self._kkt(x, e, y),
+            status=jnp.int32(Status.SUCCESS),
+            f=e.f,
+            grad=e.g,
+            ce=e.ce,
+            ci=e.ci,
+            je=e.je,
+            ji=e.ji,
+            y=y,
+            hess=hess,
+            penalty=hyper(self.penalty, dtype),
+            violation=self._violation(x, e.ce, e.ci, ord_one=False),
+            warm=warm,
+            recent=jnp.tile(
+                jnp.stack([e.f, self._violation(x, e.ce, e.ci, ord_one=True)]), (self.memory, 1)
+            ),
+        )
+
+    def _subproblem(self, state: SQPState):
+        x, dtype, n = state.x, state.x.dtype, state.x.shape[0]
+        rows = [state.je, state.ji]
+        lo = [-state.ce, jnp.full_like(state.ci, -jnp.inf)]
+        up = [-state.ce, -state.ci]
+        bounds = self._bounds(x)
+        if bounds is not None:
+            lb, ub = bounds
+            rows.append(jnp.eye(n, dtype=dtype))
+            lo.append(lb - x)
+            up.append(ub - x)
+        A = jnp.concatenate(rows)
+        qp = QP(P=state.hess, q=state.grad, A=A, l=jnp.concatenate(lo), u=jnp.concatenate(up))
+        return qp
+
+    def step(self, state: SQPState, args) -> tuple[SQPState, SQPInfo]:
+        x, dtype, n = state.x, state.x.dtype, state.x.shape[0]
+        e0 = _Eval(state.f, state.grad, state.ce, state.ci, state.je, state.ji)
+        m = state.y.shape[0]
+        if m:
+            qp = self._subproblem(state)
+            warm = state.warm._replace(x=jnp.zeros((n,), dtype), z=jnp.clip(0, qp.l, qp.u))
+            qp_tol = None if self.qp_tol is None else hyper(self.qp_tol, dtype)
+            sub = solve(self.qp_solver, warm, qp, tol=qp_tol, max_steps=self.qp_max_steps)
+            d, y_qp = sub.x, sub.state.y
+            qp_status, qp_steps = sub.status, sub.num_steps
+            new_warm = WarmStart(sub.state.x, sub.state.y, sub.state.z, sub.state.rho, sub.state.mu)
+            lin = qp.A @ d
+            v_lin = jnp.sum(_pos(qp.l - lin) + _pos(lin - qp.u))
+        else:  # unconstrained: the Newton-like step of the model
+            d = -jnp.linalg.solve(state.hess, state.grad)
+            y_qp = state.y
+            qp_status, qp_steps = jnp.int32(Status.SUCCESS), jnp.int32(0)
+            new_warm = state.warm
+            v_lin = jnp.zeros((), dtype)
+        d = jnp.where(jnp.isfinite(d), d, 0)
+        ynorm = jnp.max(jnp.abs(y_qp)) if m else jnp.zeros((), dtype)
+        nu = jnp.maximum(state.penalty, 1.1 * ynorm)
+        v0 = self._violation(x, state.ce, state.ci, ord_one=True)
+        phi0 = state.f + nu * v0
+        # nonmonotone reference (Grippo, Lampariello and Lucidi 1986): the largest merit
+        # of the last `memory` iterates at the current penalty, so a full step that the
+        # l1 merit's curvature would reject near a solution (the Maratos effect) passes
+        ref = jnp.maximum(phi0, jnp.max(state.recent[:, 0] + nu * state.recent[:, 1]))
+        D = jnp.dot(state.grad, d) - nu * (v0 - v_lin)
+        curv = jnp.dot(d, state.hess @ d)
+        D = jnp.where(D < 0, D, -curv)  # rounding can make D >= 0 on a tiny step
+        eta, shrink = hyper(self.armijo, dtype), hyper(self.backtrack, dtype)
+
+        def merit(t):
+            xt = x + t * d
+            f, ce, ci = self._values(xt, args)
+            return f + nu * self._violation(xt, ce, ci, ord_one=True)
+
+        def reject(t):
+            return ~(merit(t) <= ref + eta * t * D)  # NaN rejects
+
+        def cond(c):
+            t, k, bad = c
+            return bad & (k < self.max_linesearch)
+
+        def body(c):
+            t, k, _ = c
+            t = t * shrink
+            return t, k + 1, reject(t)
+
+        one = jnp.ones((), dtype)
+        t, trials, bad = jax.lax.while_loop(cond, body, (one, jnp.int32(1), reject(one)))
+        tiny = jnp.max(jnp.abs(d)) <= 10 * jnp.finfo(dtype).eps * (1 + jnp.max(jnp.abs(x)))
+        failed = bad & ~tiny
+        t = jnp.where(bad, 0, t)
+        x_new = x + t * d
+        e = self._evaluate(x_new, args)
+        y = y_qp
+        if self.hessian == "bfgs":
+            s = x_new - x
+            r = self._lagrangian_grad(e, y) - self._lagrangian_grad(e0, y)
+            B = state.hess
+            Bs = B @ s
+            sBs = jnp.dot(s, Bs)
+            sr = jnp.dot(s, r)
+            theta = jnp.where(
+                sr >= 0.2 * sBs, 1.0, 0.8 * sBs / jnp.where(sBs - sr > 0, sBs - sr, 1)
+            )
+            r = theta * r + (1 - theta) * Bs
+            sr = jnp.dot(s, r)
+            ok = (
+                (sBs > jnp.finfo(dtype).tiny)
+                & (sr > jnp.finfo(dtype).tiny)
+                & jnp.all(jnp.isfinite(r))
+            )
+            upd = (
+                B
+                - jnp.outer(Bs, Bs) / jnp.where(ok, sBs, 1)
+                + jnp.outer(r, r) / jnp.where(ok, sr, 1)
+            )
+            hess = jnp.where(ok, (upd + upd.T) / 2, B)
+        else:
+            hess = self._model(x_new, e, y, args)
+        viol = self._violation(x_new, e.ce, e.ci, ord_one=False)
+        stuck = tiny | (
+            t * jnp.max(jnp.abs(d)) <= 10 * jnp.finfo(dtype).eps * (1 + jnp.max(jnp.abs(x)))
+        )
+        infeasible = (qp_status == Status.INFEASIBLE) & stuck & (viol > 0)
+        status = jnp.where(failed, jnp.int32(Status.BREAKDOWN), state.status)
+        status = jnp.where(infeasible, jnp.int32(Status.INFEASIBLE), status)
+        new = SQPState(
+            x=x_new,
+            iter_num=state.iter_num + 1,
+            error=self._kkt(x_new, e, y),
+            status=status.astype(jnp.int32),
+            f=e.f,
+            grad=e.g,
+            ce=e.ce,
+            ci=e.ci,
+            je=e.je,
+            ji=e.ji,
+            y=y,
+            hess=hess,
+            penalty=nu,
+            violation=viol,
+            warm=new_warm,
+            recent=jnp.concatenate(
+                [
+                    state.recent[1:],
+                    jnp.stack([e.f, self._violation(x_new, e.ce, e.ci, ord_one=True)])[None],
+                ]
+            ),
+        )
+        info = SQPInfo(
+            step_size=t,
+            trials=trials,
+            qp_status=jnp.asarray(qp_status, jnp.int32),
+            qp_steps=jnp.asarray(qp_steps, jnp.int32),
+            merit=phi0,
+        )
+        return new, info
+
+
+def _default_qp_solver(qp_tol):
+    # solve_qp's single-QP set-up: polish every 5th step and keep a polished point that
+    # meets the tolerance. A subproblem then ends at its first good polish (exact
+    # active-set multipliers) instead of running ADMM to 1e-8 on a model Hessian whose
+    # conditioning (1e8 on a trajectory) stalls it.
+    accept = 1e-8 if qp_tol is None else qp_tol
+    return flexqp(polish_every=5, polish_accept=accept)
+
+
+def sqp(
+    fun: Callable,
+    eq: Callable | None = None,
+    ineq: Callable | None = None,
+    *,
+    lb=None,
+    ub=None,
+    hessian: str | Callable = "bfgs",
+    qp_solver=None,
+    qp_tol: float | None = None,
+    qp_max_steps: int = 200,
+    armijo: float = 1e-4,
+    backtrack: float = 0.5,
+    penalty: float = 1.0,
+    max_linesearch: int = 30,
+) -> SQP:
+    r"""SQP for $\min f(x)$ s.t. $c_E(x) = 0$, $c_I(x) \le 0$, $lb \le x \le ub$.
+
+    Args:
+        fun: ``fun(x, args) -> scalar``, smooth.
+        eq: ``eq(x, args) -> (m_E,)``, the equality constraints ``eq(x) = 0``.
+        ineq: ``ineq(x, args) -> (m_I,)``, the inequalities ``ineq(x) <= 0`` (note the
+            sign: SciPy's ``"ineq"`` constraints are ``>= 0``).
+        lb, ub: bounds on ``x`` (scalars or ``(n,)``; ``-inf``/``inf`` where absent),
+            kept exactly at every iterate (``x0`` is clipped into them).
+        hessian: ``"bfgs"`` (damped BFGS), ``"exact"`` (the Lagrangian's Hessian made
+            positive definite) or ``hessian(x, y, args) -> B`` (positive definite).
+        qp_solver: the subproblem solver (default `jaxsolve.qp.flexqp` set up as
+            `jaxsolve.qp.solve_qp` sets it up for one QP: in-loop polish every 5th
+            step, a polished point meeting ``qp_tol`` accepted); any FlexQP-state
+            solver fits (a Deep FlexQP solver too).
+        qp_tol, qp_max_steps: the subproblems' tolerance (default by dtype) and budget.
+        armijo, backtrack: the sufficient-decrease constant $\eta$ and the
+            backtracking factor.
+        penalty: the initial merit penalty $\nu$ (raised to $1.1 \|y\|_\infty$).
+        max_linesearch: backtracking trials before ``BREAKDOWN``.
+
+    Returns:
+        an `SQP` solver for `jaxsolve.solve`; ``x0`` is a vector, ``args`` whatever
+        the functions take. State: `SQPState` (multipliers in ``state.y``).
+    """
+    if not callable(fun):
+        raise TypeError(f"fun must be callable f(x, args) -> scalar, got {type(fun).__name__}")
+    for name, fn in (("eq", eq), ("ineq", ineq)):
+        if fn is not None and not callable(fn):
+            raise TypeError(f"{name} must be None or a callable {name}(x, args) -> vector")
+    if not (hessian in _HESSIANS or callable(hessian)):
+        raise ValueError(f"hessian must be one of {_HESSIANS} or a callable, got {hessian!r}")
+    for name, v in (("qp_max_steps", qp_max_steps), ("max_linesearch", max_linesearch)):
+        if not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    if isinstance(backtrack, float) and not 0 < backtrack < 1:
+        raise ValueError(f"backtrack must lie in (0, 1), got {backtrack}")
+    if isinstance(armijo, float) and not 0 < armijo < 1:
+        raise ValueError(f"armijo must lie in (0, 1), got {armijo}")
+    return SQP(
+        fun=fun,
+        qp_solver=_default_qp_solver(qp_tol) if qp_solver is None else qp_solver,
+        eq=eq,
+        ineq=ineq,
+        lb=lb,
+        ub=ub,
+        hessian=hessian,
+        armijo=armijo,
+        backtrack=backtrack,
+        penalty=penalty,
+        qp_tol=qp_tol,
+        qp_max_steps=qp_max_steps,
+        max_linesearch=max_linesearch,
+    )
+
+
+def minimize_sqp(
+    fun: Callable,
+    x0,
+    args=None,
+    *,
+    eq: Callable | None = None,
+    ineq: Callable | None = None,
+    lb=None,
+    ub=None,
+    tol: float | None = None,
+    max_steps: int = 200,
+    throw: bool = False,
+    **options,
+) -> Solution:
+    r"""Solve $\min f(x)$ s.t. ``eq(x) = 0``, ``ineq(x) <= 0``, ``lb <= x <= ub`` by `sqp`.
+
+    ``tol`` bounds the KKT residual (absolute; default by dtype: 1e-8 in float64,
+    1e-4 in float32); ``options`` go to `sqp`. Returns a `jaxsolve.Solution`
+    (``sol.state.y`` the multipliers, rows ``[eq; ineq; bounds]``).
+    """
+    solver = sqp(fun, eq, ineq, lb=lb, ub=ub, **options)
+    return solve(solver, jnp.asarray(x0), args, tol=tol, max_steps=max_steps, throw=throw)
