@@ -34,6 +34,8 @@ from jaxsolve.ot.transforms import (
     _cell_potential,
     _half_sq_norm,
     _inverse_laplacian,
+    _laguerre_plan_cost_1d,
+    _laguerre_pushforward_1d,
     _map_from_conjugate,
     _plan_cost,
     _refine,
@@ -108,7 +110,10 @@ def _evaluate(f, hists, weights, grid, sub, method):
     psi = legendre(q[None] - f, grid, queries="corners", sub=sub, method=method)
 
     def one(psi_i, hist):
-        rho = pushforward(hist, _map_from_conjugate(psi_i, grid, sub), grid)
+        if grid.ndim == 1:
+            rho = None
+        else:
+            rho = pushforward(hist, _map_from_conjugate(psi_i, grid, sub), grid)
         fc = q_corner - psi_i
         # f^c at the sub-cell centres ~ mean of its corners; integrate against mu
         for a in range(grid.ndim):
@@ -118,6 +123,8 @@ def _evaluate(f, hists, weights, grid, sub, method):
         return rho, jnp.sum(_refine(hist, sub) * fc)
 
     rho, dual = jax.vmap(one)(psi, hists)
+    if grid.ndim == 1:  # exact: the semi-discrete image (see _laguerre_pushforward_1d)
+        rho = _laguerre_pushforward_1d(q[None] - f, hists)
     rbar = jnp.tensordot(weights, rho, axes=1)
     resid = (rbar[None] - rho) * N  # densities w.r.t. Lebesgue (mean one)
     h = _inverse_laplacian(resid, grid)
@@ -222,7 +229,11 @@ def sobolev_barycenter(
 
     1. :math:`\psi_i = (q - f_i)^*` by the separable Legendre transform (:func:`legendre`);
     2. :math:`\rho_i = (\nabla\psi_i)_\#\mu_i` by :func:`~jaxsolve.ot.pushforward` (each cell cut
-       into ``subsample**d`` sub-cells, finite-difference map, cloud-in-cell deposit);
+       into ``subsample**d`` sub-cells, finite-difference map, cloud-in-cell deposit); in 1D
+       exactly, the mass of each atom's Laguerre interval (the deposit collapses a sub-cell
+       whose image spans several cells onto the cells around its mean image, which gave
+       Dirac inputs a spurious fixed point: every :math:`\rho_i` equal, error zero, the mass
+       on the wrong cells);
     3. :math:`\bar\rho = \sum_i\alpha_i\rho_i` and the :math:`\dot H^1` gradient
        :math:`g_i = (-\Delta)^{-1}(\bar\rho - \rho_i)` (Neumann, DCT via FFT), then
        :math:`f_i \leftarrow y_i + \sigma g_i(y)`, where :math:`y = f` without momentum and
@@ -503,7 +514,8 @@ def barycenter_functional(
     Returns ``(F, sol)`` with ``sol`` the :func:`barycenter` solution. The value is
     :math:`\sum_i \alpha_i C_i`, :math:`C_i` the cost of the transport plan from
     :math:`\mu_i` to its pushforward :math:`\rho_i` (cell centre to image point, as in
-    :func:`w2`), i.e. :math:`C_i \approx W_2^2(\mu_i, \bar\rho)` at the computed barycenter.
+    :func:`w2`; in 1D the exact cost of the semi-discrete plan of the cell-uniform density),
+    i.e. :math:`C_i \approx W_2^2(\mu_i, \bar\rho)` at the computed barycenter.
 
     Derivatives (envelope theorem; ``jax.grad``/``jax.jvp`` both work, nothing is unrolled).
     With the Lagrangian of the dual, :math:`L = \sum_i \alpha_i [\int f_i^c\, d\mu_i +
@@ -545,9 +557,12 @@ def barycenter_functional(
     f = sg(sol.state.potentials)
     q = _half_sq_norm(grid, f.dtype)
     psi = legendre(q[None] - f, grid, queries="corners", sub=sub)
-    costs = jax.vmap(lambda p, h: _plan_cost(h, _map_from_conjugate(p, grid, sub), grid, sub))(
-        psi, sg(hists)
-    )
+    if grid.ndim == 1:  # the exact plan of the exact 1D pushforward
+        costs = _laguerre_plan_cost_1d(q[None] - f, sg(hists))
+    else:
+        costs = jax.vmap(lambda p, h: _plan_cost(h, _map_from_conjugate(p, grid, sub), grid, sub))(
+            psi, sg(hists)
+        )
     costs = sg(costs)
     g = sg(jax.vmap(lambda p: _cell_potential(p, grid, sub))(psi))
     axes = tuple(range(1, dens.ndim))

@@ -419,6 +419,80 @@ def inverse_laplacian(
     return _inverse_laplacian(r, grid)
 
 
+def _laguerre_intervals_1d(u):
+    r"""Right ends :math:`s_j` (``j < n - 1``) of the Laguerre intervals of the atoms.
+
+    The set of ``x`` whose maximizer of :math:`x y_k - u_k` lies among ``y_0..y_j`` is
+    :math:`[0, s_j]`, :math:`s_j` the slope of the lower convex hull of ``u`` over
+    :math:`[y_j, y_{j+1}]` (the hull is linear between consecutive atoms), clipped to
+    :math:`[0, 1]`: :math:`s_j = \max_{a \le j} \min_{b > j} (u_b - u_a)/(y_b - y_a)`
+    (the hull edge over the gap is the tangent from its left end to the right points,
+    and any other left point is above it). ``u`` has shape ``(L, n)``. Up to
+    ``_AUTO_BRUTE_MAX`` points this dense :math:`O(n^2)` form (compiles and runs fast,
+    as the brute Legendre transform), beyond it the hull's vertices. Differentiable in
+    ``u`` (the active pair is a constant of the derivative).
+    """
+    L, n = u.shape
+    pos = jnp.arange(n)
+    if n <= _AUTO_BRUTE_MAX:
+        gap = pos[None, :] - pos[:, None]  # b - a
+        safe = jnp.where(gap > 0, gap, 1).astype(u.dtype)
+        slope = jnp.where(gap > 0, (u[:, None, :] - u[:, :, None]) * n / safe, jnp.inf)
+        right = jax.lax.cummin(slope, axis=2, reverse=True)[:, :, 1:]  # [a, j]: min_{b > j}
+        left_ok = pos[:, None] <= pos[None, :-1]  # a <= j
+        s = jnp.max(jnp.where(left_ok, right, -jnp.inf), axis=1)
+        return jnp.clip(s, 0.0, 1.0)
+    stack, top = _hull_1d(jax.lax.stop_gradient(u))
+    slot = jnp.where(pos[None, :] < top[:, None], stack, n)  # unused slots -> a dummy column
+    vertex = jnp.zeros((L, n + 1), bool).at[jnp.arange(L)[:, None], slot].set(True)[:, :n]
+    left = jax.lax.cummax(jnp.where(vertex, pos, -1), axis=1)[:, :-1]  # last vertex <= j
+    right = jax.lax.cummin(jnp.where(vertex, pos, n), axis=1, reverse=True)[:, 1:]  # > j
+    du = jnp.take_along_axis(u, right, axis=1) - jnp.take_along_axis(u, left, axis=1)
+    return jnp.clip(du * n / (right - left).astype(u.dtype), 0.0, 1.0)
+
+
+def _laguerre_pushforward_1d(u, hist):
+    r"""Exact image of cell-uniform 1D densities under the semi-discrete map of ``u``.
+
+    ``u = q - f`` (shape ``(L, n)``, values at the cell centres ``y_j``) and ``hist``
+    (shape ``(L, n)``, masses of densities uniform on each cell). The map sends ``x`` to
+    the maximizer of :math:`x y_j - u_j`, so the image puts mass
+    :math:`F(s_j) - F(s_{j-1})` on :math:`y_j` (`_laguerre_intervals_1d`; ``F`` the
+    piecewise linear CDF of the density). This is the supergradient of the semi-discrete
+    dual. A cloud-in-cell deposit of the finite-difference map (`pushforward`) equals it
+    only where each sub-cell's image spans at most two neighbouring cells; elsewhere it
+    collapses the sub-cell onto the cells around its mean image, which gave Dirac inputs
+    a spurious fixed point (all pushforwards equal, on the wrong cells).
+    """
+    L, n = u.shape
+    dtype = u.dtype
+    t = _laguerre_intervals_1d(u) * n  # in cell units
+    k = jnp.clip(jnp.floor(jax.lax.stop_gradient(t)), 0, n - 1).astype(jnp.int32)
+    cdf = jnp.cumsum(hist, axis=1) - hist  # mass left of cell k
+    G = jnp.take_along_axis(cdf, k, axis=1) + (t - k) * jnp.take_along_axis(hist, k, axis=1)
+    G = jnp.concatenate([jnp.zeros((L, 1), dtype), G, jnp.sum(hist, axis=1, keepdims=True)], 1)
+    return jnp.diff(G, axis=1)
+
+
+def _laguerre_plan_cost_1d(u, hist):
+    r"""Cost :math:`\int |x - T(x)|^2 d\mu(x)` of the plan of `_laguerre_pushforward_1d`.
+
+    The exact semi-discrete cost for densities uniform on each cell (cell ``k``'s part in
+    the Laguerre interval of ``y_j`` goes to ``y_j``). Shapes ``(L, n)``; returns ``(L,)``.
+    """
+    L, n = u.shape
+    dtype = u.dtype
+    s = _laguerre_intervals_1d(u)
+    lo = jnp.concatenate([jnp.zeros((L, 1), dtype), s], axis=1)  # interval of y_j
+    hi = jnp.concatenate([s, jnp.ones((L, 1), dtype)], axis=1)
+    e0 = jnp.arange(n, dtype=dtype) / n  # cell k is [e0_k, e0_k + 1/n]
+    a = jnp.maximum(e0[None, :, None], lo[:, None, :])  # (L, cell k, atom j)
+    b = jnp.minimum(e0[None, :, None] + 1.0 / n, hi[:, None, :])
+    y = (jnp.arange(n, dtype=dtype) + 0.5) / n
+    moment = ((b - y) ** 3 - (a - y) ** 3) / 3 * n  # per unit mass of cell k
+    return jnp.einsum("lk,lkj->l", hist, jnp.where(b > a, moment, 0.0))
+
+
 def _plan_cost(hist, pts, grid, sub):
     """Cost sum |c(x) - y|^2 of the cloud-in-cell plan from the cell centres c(x) of ``hist``."""
     d = grid.ndim
