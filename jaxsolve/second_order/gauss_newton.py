@@ -18,18 +18,27 @@ an optax transformation for full-batch training (:func:`scale_by_gauss_newton`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import optax
 from jax.flatten_util import ravel_pytree
 
-from jaxsolve.core import Solver, Status, make_solver
+from jaxsolve.core import Status
+from jaxsolve.core.protocol import AbstractSolver, hyper
 from jaxsolve.core.validation import check_positive
 from jaxsolve.second_order._linalg import cg_solve
 
-__all__ = ["gauss_newton", "GNState", "GNInfo", "scale_by_gauss_newton", "gn_precondition"]
+__all__ = [
+    "gauss_newton",
+    "GaussNewton",
+    "GNState",
+    "GNInfo",
+    "scale_by_gauss_newton",
+    "gn_precondition",
+]
 
 
 def _flat_residual(residual_fn, unravel, args):
@@ -106,86 +115,102 @@ class GNInfo(NamedTuple):
     mu: jax.Array
 
 
-def _init(x0, args, *, hp, residual_fn, **_):
-    v, unravel = ravel_pytree(x0)
-    r, vjp = jax.vjp(_flat_residual(residual_fn, unravel, args), v)
-    g = vjp(r)[0]
-    dtype = v.dtype
-    return GNState(
-        x=x0,
-        iter_num=jnp.int32(0),
-        error=jnp.linalg.norm(g).astype(dtype),
-        status=jnp.int32(Status.SUCCESS),
-        value=(0.5 * jnp.sum(r * r)).astype(dtype),
-        grad=g,
-        mu=hp["damping"].astype(dtype),
-        nu=jnp.asarray(2.0, dtype),
-    )
+class GaussNewton(AbstractSolver):
+    """Gauss-Newton / Levenberg-Marquardt (see `gauss_newton`).
 
+    Static: ``residual_fn``, ``adaptive``, ``linear_solver``, ``form``, ``cg_maxiter``.
+    Traced: ``damping``, ``learning_rate``, ``cg_tol``, ``min_damping``.
+    """
 
-def _step(state, args, *, hp, residual_fn, adaptive, linear_solver, form, cg_maxiter):
-    v, unravel = ravel_pytree(state.x)
-    dtype = v.dtype
-    res = _flat_residual(residual_fn, unravel, args)
-    g, mu = state.grad, state.mu
-    lr = hp["learning_rate"].astype(dtype)
-    if linear_solver == "dense":
-        r = res(v)
-        J = jax.jacrev(res)(v) if r.shape[0] < v.shape[0] else jax.jacfwd(res)(v)
-        d = -gn_precondition(J, g, mu, form=form)
-    else:
-        r, jvp_fn = jax.linearize(res, v)
-        _, vjp_fn = jax.vjp(res, v)
-        mv = lambda w: vjp_fn(jvp_fn(w))[0] + mu * w
-        d = -cg_solve(mv, g, tol=hp["cg_tol"].astype(dtype), maxiter=cg_maxiter)
-    delta = lr * d
-    r_new, vjp_new = jax.vjp(res, v + delta)
-    f_new = 0.5 * jnp.sum(r_new * r_new)
-    g_new = vjp_new(r_new)[0]
-    # decrease predicted by the Gauss-Newton model L(s) = f + g^T s + 1/2 s^T J^T J s at
-    # s = lr d, using d^T J^T J d = -g^T d - mu |d|^2 (from (J^T J + mu I) d = -g)
-    gd = jnp.dot(g, d)
-    pred = -lr * gd + 0.5 * lr * lr * (gd + mu * jnp.dot(d, d))
-    # 1/2(|r|^2 - |r_new|^2) as 1/2 (r - r_new).(r + r_new): accurate even when the
-    # decrease is far below the rounding of f itself (near convergence)
-    actual = 0.5 * jnp.dot(r - r_new, r + r_new)
-    rho = actual / jnp.where(pred > 0, pred, jnp.asarray(1.0, dtype))
-    finite = jnp.isfinite(f_new) & jnp.all(jnp.isfinite(g_new))
-    if adaptive:
-        # float safeguard: a predicted decrease near the rounding noise of f (about
-        # eps * |r| * |terms of r|, i.e. a few hundred eps * f for a 1% residual) cannot
-        # be measured and rho is noise there; accept if the gradient norm falls
-        unmeasurable = (pred <= 1e3 * jnp.finfo(dtype).eps * state.value) & (
-            jnp.sum(g_new * g_new) < jnp.sum(g * g)
+    residual_fn: Callable = eqx.field(static=True)
+    damping: Any = 1e-3
+    learning_rate: Any = 1.0
+    cg_tol: Any = 1e-10
+    min_damping: Any = 1e-12
+    adaptive: bool = eqx.field(static=True, default=True)
+    linear_solver: str = eqx.field(static=True, default="dense")
+    form: str = eqx.field(static=True, default="auto")
+    cg_maxiter: int = eqx.field(static=True, default=100)
+
+    def init(self, x0, args) -> GNState:
+        v, unravel = ravel_pytree(x0)
+        r, vjp = jax.vjp(_flat_residual(self.residual_fn, unravel, args), v)
+        g = vjp(r)[0]
+        dtype = v.dtype
+        return GNState(
+            x=x0,
+            iter_num=jnp.int32(0),
+            error=jnp.linalg.norm(g).astype(dtype),
+            status=jnp.int32(Status.SUCCESS),
+            value=(0.5 * jnp.sum(r * r)).astype(dtype),
+            grad=g,
+            mu=hyper(self.damping, dtype),
+            nu=jnp.asarray(2.0, dtype),
         )
-        rho = jnp.where(unmeasurable, jnp.asarray(1.0, dtype), rho)
-        accepted = (((rho > 0) & (pred > 0)) | unmeasurable) & finite
-        shrink = jnp.maximum(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3)
-        mu_new = jnp.where(accepted, mu * shrink, mu * state.nu)
-        nu_new = jnp.where(accepted, jnp.asarray(2.0, dtype), 2.0 * state.nu)
-        # stop the damping from underflowing or overflowing in long runs
-        mu_new = jnp.clip(mu_new, hp["min_damping"].astype(dtype), jnp.finfo(dtype).max / 4)
-    else:
-        accepted = finite
-        mu_new, nu_new = mu, state.nu
-    v_out = jnp.where(accepted, v + delta, v)
-    g_out = jnp.where(accepted, g_new, g)
-    f_out = jnp.where(accepted, f_new, state.value)
-    # a fixed-damping step that produced NaN cannot be repaired by retrying
-    status = state.status
-    if not adaptive:
-        status = jnp.where(finite, status, jnp.int32(Status.NONFINITE)).astype(jnp.int32)
-    new = GNState(
-        x=unravel(v_out),
-        iter_num=state.iter_num + 1,
-        error=jnp.linalg.norm(g_out).astype(dtype),
-        status=status,
-        value=f_out.astype(dtype),
-        grad=g_out,
-        mu=mu_new.astype(dtype),
-        nu=nu_new.astype(dtype),
-    )
-    return new, GNInfo(accepted=accepted, gain_ratio=rho, mu=mu)
+
+    def step(self, state: GNState, args) -> tuple[GNState, GNInfo]:
+        v, unravel = ravel_pytree(state.x)
+        dtype = v.dtype
+        res = _flat_residual(self.residual_fn, unravel, args)
+        g, mu = state.grad, state.mu
+        lr = hyper(self.learning_rate, dtype)
+        if self.linear_solver == "dense":
+            r = res(v)
+            J = jax.jacrev(res)(v) if r.shape[0] < v.shape[0] else jax.jacfwd(res)(v)
+            d = -gn_precondition(J, g, mu, form=self.form)
+        else:
+            r, jvp_fn = jax.linearize(res, v)
+            _, vjp_fn = jax.vjp(res, v)
+            mv = lambda w: vjp_fn(jvp_fn(w))[0] + mu * w
+            d = -cg_solve(mv, g, tol=hyper(self.cg_tol, dtype), maxiter=self.cg_maxiter)
+        delta = lr * d
+        r_new, vjp_new = jax.vjp(res, v + delta)
+        f_new = 0.5 * jnp.sum(r_new * r_new)
+        g_new = vjp_new(r_new)[0]
+        # decrease predicted by the Gauss-Newton model L(s) = f + g^T s + 1/2 s^T J^T J s at
+        # s = lr d, using d^T J^T J d = -g^T d - mu |d|^2 (from (J^T J + mu I) d = -g)
+        gd = jnp.dot(g, d)
+        pred = -lr * gd + 0.5 * lr * lr * (gd + mu * jnp.dot(d, d))
+        # 1/2(|r|^2 - |r_new|^2) as 1/2 (r - r_new).(r + r_new): accurate even when the
+        # decrease is far below the rounding of f itself (near convergence)
+        actual = 0.5 * jnp.dot(r - r_new, r + r_new)
+        rho = actual / jnp.where(pred > 0, pred, jnp.asarray(1.0, dtype))
+        finite = jnp.isfinite(f_new) & jnp.all(jnp.isfinite(g_new))
+        if self.adaptive:
+            # float safeguard: a predicted decrease near the rounding noise of f (about
+            # eps * |r| * |terms of r|, i.e. a few hundred eps * f for a 1% residual) cannot
+            # be measured and rho is noise there; accept if the gradient norm falls
+            unmeasurable = (pred <= 1e3 * jnp.finfo(dtype).eps * state.value) & (
+                jnp.sum(g_new * g_new) < jnp.sum(g * g)
+            )
+            rho = jnp.where(unmeasurable, jnp.asarray(1.0, dtype), rho)
+            accepted = (((rho > 0) & (pred > 0)) | unmeasurable) & finite
+            shrink = jnp.maximum(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3)
+            mu_new = jnp.where(accepted, mu * shrink, mu * state.nu)
+            nu_new = jnp.where(accepted, jnp.asarray(2.0, dtype), 2.0 * state.nu)
+            # stop the damping from underflowing or overflowing in long runs
+            mu_new = jnp.clip(mu_new, hyper(self.min_damping, dtype), jnp.finfo(dtype).max / 4)
+        else:
+            accepted = finite
+            mu_new, nu_new = mu, state.nu
+        v_out = jnp.where(accepted, v + delta, v)
+        g_out = jnp.where(accepted, g_new, g)
+        f_out = jnp.where(accepted, f_new, state.value)
+        # a fixed-damping step that produced NaN cannot be repaired by retrying
+        status = state.status
+        if not self.adaptive:
+            status = jnp.where(finite, status, jnp.int32(Status.NONFINITE)).astype(jnp.int32)
+        new = GNState(
+            x=unravel(v_out),
+            iter_num=state.iter_num + 1,
+            error=jnp.linalg.norm(g_out).astype(dtype),
+            status=status,
+            value=f_out.astype(dtype),
+            grad=g_out,
+            mu=mu_new.astype(dtype),
+            nu=nu_new.astype(dtype),
+        )
+        return new, GNInfo(accepted=accepted, gain_ratio=rho, mu=mu)
 
 
 def gauss_newton(
@@ -199,7 +224,7 @@ def gauss_newton(
     cg_maxiter: int = 100,
     cg_tol: float = 1e-10,
     min_damping: float = 1e-12,
-) -> Solver:
+) -> GaussNewton:
     r"""Gauss-Newton / Levenberg-Marquardt for :math:`\min_x \tfrac12\|r(x, \text{args})\|^2`.
 
     Each step solves :math:`(J^\top J + \mu I)\,d = -J^\top r` and moves
@@ -225,7 +250,7 @@ def gauss_newton(
         min_damping: floor for the adaptive :math:`\mu`.
 
     Returns:
-        A :class:`~jaxsolve.Solver`.
+        A `GaussNewton` solver (state `GNState`); run it with :func:`jaxsolve.solve`.
     """
     if not callable(residual_fn):
         raise TypeError(f"residual_fn must be callable, got {type(residual_fn).__name__}")
@@ -239,16 +264,12 @@ def gauss_newton(
     check_positive("min_damping", min_damping)
     if isinstance(cg_maxiter, bool) or not isinstance(cg_maxiter, int) or cg_maxiter < 1:
         raise ValueError(f"cg_maxiter must be a positive int, got {cg_maxiter!r}")
-    return make_solver(
-        _init,
-        _step,
-        hp={
-            "damping": damping,
-            "learning_rate": learning_rate,
-            "cg_tol": cg_tol,
-            "min_damping": min_damping,
-        },
+    return GaussNewton(
         residual_fn=residual_fn,
+        damping=damping,
+        learning_rate=learning_rate,
+        cg_tol=cg_tol,
+        min_damping=min_damping,
         adaptive=bool(adaptive),
         linear_solver=linear_solver,
         form=form,

@@ -26,15 +26,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
-from jaxsolve.core import Solver, Status, make_solver
+from jaxsolve.core import Status
+from jaxsolve.core.protocol import AbstractSolver, hyper
 from jaxsolve.core.validation import check_floating, check_positive
 from jaxsolve.second_order._linalg import cg_solve, dense_from_matvec
 
-__all__ = ["gradient_regularized_newton", "GRNState", "GRNInfo", "HESSIANS"]
+__all__ = [
+    "gradient_regularized_newton",
+    "GradientRegularizedNewton",
+    "GRNState",
+    "GRNInfo",
+    "HESSIANS",
+]
 
 HESSIANS = ("exact", "gauss_newton", "fisher")
 
@@ -131,116 +139,129 @@ def _value_and_grad(fun, unravel, args):
     return jax.value_and_grad(lambda u: fun(unravel(u), args))
 
 
-def _init(x0, args, *, hp, obj, **_):
-    v, unravel = ravel_pytree(x0)
-    f, g = _value_and_grad(obj, unravel, args)(v)
-    dtype = v.dtype
-    return GRNState(
-        x=x0,
-        iter_num=jnp.int32(0),
-        error=jnp.linalg.norm(g).astype(dtype),
-        status=jnp.int32(Status.SUCCESS),
-        value=f.astype(dtype),
-        grad=g,
-        gamma=hp["gamma0"].astype(dtype),
-        num_trials=jnp.int32(0),
-    )
+class GradientRegularizedNewton(AbstractSolver):
+    """Gradient-regularized Newton (see `gradient_regularized_newton`).
 
+    Static: ``fun`` (the objective, built from ``per_example_loss`` or
+    ``model``/``outer_loss`` when not given), ``hessian``, ``model``, ``outer_loss``,
+    ``per_example_loss``, ``linear_solver``, ``max_backtracks``, ``cg_maxiter``.
+    Traced: ``gamma0``, ``gamma_min``, ``cg_tol``, ``norm_weights`` (a pytree like
+    ``x``, or None).
+    """
 
-def _step(
-    state,
-    args,
-    *,
-    hp,
-    obj,
-    hessian,
-    linear_solver,
-    max_backtracks,
-    cg_maxiter,
-    model,
-    outer_loss,
-    per_example_loss,
-):
-    v, unravel = ravel_pytree(state.x)
-    dtype = v.dtype
-    n = v.shape[0]
-    g, f = state.grad, state.value
-    b = jnp.ones((n,), dtype) if hp["norm_weights"] is None else ravel_pytree(hp["norm_weights"])[0]
-    b = b.astype(dtype)
-    gnorm_dual = jnp.sqrt(jnp.sum(g * g / b))
-    gamma_min = hp["gamma_min"].astype(dtype)
-    vg = _value_and_grad(obj, unravel, args)
-    matvec = _curvature_matvec(
-        v,
-        args,
-        unravel,
-        fun=obj,
-        hessian=hessian,
-        model=model,
-        outer_loss=outer_loss,
-        per_example_loss=per_example_loss,
-    )
+    fun: Callable = eqx.field(static=True)
+    gamma0: Any = 1.0
+    gamma_min: Any = 1e-9
+    cg_tol: Any = 1e-6
+    norm_weights: Any = None
+    hessian: str | Callable = eqx.field(static=True, default="exact")
+    linear_solver: str = eqx.field(static=True, default="dense")
+    max_backtracks: int = eqx.field(static=True, default=40)
+    cg_maxiter: int = eqx.field(static=True, default=100)
+    model: Callable | None = eqx.field(static=True, default=None)
+    outer_loss: Callable | None = eqx.field(static=True, default=None)
+    per_example_loss: Callable | None = eqx.field(static=True, default=None)
 
-    if linear_solver == "dense":
-        # H~ = B^-1/2 H B^-1/2 is built once per step; each trial is one LU solve of
-        # H~ + lam I (on CPU far cheaper than Cholesky/eigh in XLA at these sizes). If
-        # H~ + lam I is indefinite or singular the trial fails the test and lam grows.
-        rb = 1.0 / jnp.sqrt(b)
-        H = dense_from_matvec(matvec, n, dtype)
-        Ht = rb[:, None] * H * rb[None, :]
-        gt = rb * g
-        eye = jnp.eye(n, dtype=dtype)
+    def init(self, x0, args) -> GRNState:
+        v, unravel = ravel_pytree(x0)
+        f, g = _value_and_grad(self.fun, unravel, args)(v)
+        dtype = v.dtype
+        return GRNState(
+            x=x0,
+            iter_num=jnp.int32(0),
+            error=jnp.linalg.norm(g).astype(dtype),
+            status=jnp.int32(Status.SUCCESS),
+            value=f.astype(dtype),
+            grad=g,
+            gamma=hyper(self.gamma0, dtype),
+            num_trials=jnp.int32(0),
+        )
 
-        def direction(lam):
-            return -rb * jnp.linalg.solve(Ht + lam * eye, gt)
+    def step(self, state: GRNState, args) -> tuple[GRNState, GRNInfo]:
+        v, unravel = ravel_pytree(state.x)
+        dtype = v.dtype
+        n = v.shape[0]
+        g, f = state.grad, state.value
+        if self.norm_weights is None:
+            b = jnp.ones((n,), dtype)
+        else:
+            b = hyper(ravel_pytree(self.norm_weights)[0], dtype)
+        gnorm_dual = jnp.sqrt(jnp.sum(g * g / b))
+        gamma_min = hyper(self.gamma_min, dtype)
+        vg = _value_and_grad(self.fun, unravel, args)
+        matvec = _curvature_matvec(
+            v,
+            args,
+            unravel,
+            fun=self.fun,
+            hessian=self.hessian,
+            model=self.model,
+            outer_loss=self.outer_loss,
+            per_example_loss=self.per_example_loss,
+        )
 
-    else:
-        tol = hp["cg_tol"].astype(dtype)
+        if self.linear_solver == "dense":
+            # H~ = B^-1/2 H B^-1/2 is built once per step; each trial is one LU solve of
+            # H~ + lam I (on CPU far cheaper than Cholesky/eigh in XLA at these sizes). If
+            # H~ + lam I is indefinite or singular the trial fails the test and lam grows.
+            rb = 1.0 / jnp.sqrt(b)
+            H = dense_from_matvec(matvec, n, dtype)
+            Ht = rb[:, None] * H * rb[None, :]
+            gt = rb * g
+            eye = jnp.eye(n, dtype=dtype)
 
-        def direction(lam):
-            return cg_solve(lambda w: matvec(w) + lam * b * w, -g, tol=tol, maxiter=cg_maxiter)
+            def direction(lam):
+                return -rb * jnp.linalg.solve(Ht + lam * eye, gt)
 
-    eps = jnp.finfo(dtype).eps
-    tiny = jnp.finfo(dtype).tiny
+        else:
+            tol = hyper(self.cg_tol, dtype)
 
-    def trial(carry):
-        gamma, k, _, _, _, _, _ = carry
-        lam = gnorm_dual / (gamma + jnp.asarray(1e-8, dtype))
-        delta = direction(lam)
-        f_new, g_new = vg(v + delta)
-        gn2 = jnp.sum(g_new * g_new / b)
-        ok = (f - f_new) >= gn2 / (8.0 * lam)
-        # float safeguard: when the decrease is below the rounding of f it cannot be
-        # measured; accept if f did not measurably rise and the gradient norm fell
-        unmeasurable = jnp.abs(f - f_new) <= 16 * eps * jnp.maximum(jnp.abs(f), tiny)
-        ok = (ok | (unmeasurable & (gn2 < gnorm_dual**2))) & jnp.isfinite(f_new)
-        gamma = jnp.where(ok, jnp.maximum(2.0 * gamma, gamma_min), 0.5 * gamma)
-        return gamma, k + 1, ok, delta, f_new.astype(dtype), g_new, lam
+            def direction(lam):
+                return cg_solve(
+                    lambda w: matvec(w) + lam * b * w, -g, tol=tol, maxiter=self.cg_maxiter
+                )
 
-    zero = jnp.zeros((), dtype)
-    carry0 = (state.gamma, jnp.int32(0), jnp.asarray(False), jnp.zeros_like(v), f, g, zero)
-    gamma, trials, accepted, delta, f_new, g_new, lam = jax.lax.while_loop(
-        lambda c: (~c[2]) & (c[1] < max_backtracks), trial, carry0
-    )
-    # After max_backtracks rejections the authors' code takes the last trial anyway; we
-    # do too when it is finite, and otherwise stop with BREAKDOWN instead of moving to NaN.
-    usable = jnp.isfinite(f_new) & jnp.all(jnp.isfinite(g_new))
-    move = accepted | usable
-    v_new = jnp.where(move, v + delta, v)
-    status = jnp.where(move, state.status, jnp.int32(Status.BREAKDOWN))
-    g_out = jnp.where(move, g_new, g)
-    f_out = jnp.where(move, f_new, f)
-    new = GRNState(
-        x=unravel(v_new),
-        iter_num=state.iter_num + 1,
-        error=jnp.linalg.norm(g_out).astype(dtype),
-        status=status.astype(jnp.int32),
-        value=f_out,
-        grad=g_out,
-        gamma=gamma,
-        num_trials=state.num_trials + trials,
-    )
-    return new, GRNInfo(lam=lam, trials=trials, accepted=accepted)
+        eps = jnp.finfo(dtype).eps
+        tiny = jnp.finfo(dtype).tiny
+
+        def trial(carry):
+            gamma, k, _, _, _, _, _ = carry
+            lam = gnorm_dual / (gamma + jnp.asarray(1e-8, dtype))
+            delta = direction(lam)
+            f_new, g_new = vg(v + delta)
+            gn2 = jnp.sum(g_new * g_new / b)
+            ok = (f - f_new) >= gn2 / (8.0 * lam)
+            # float safeguard: when the decrease is below the rounding of f it cannot be
+            # measured; accept if f did not measurably rise and the gradient norm fell
+            unmeasurable = jnp.abs(f - f_new) <= 16 * eps * jnp.maximum(jnp.abs(f), tiny)
+            ok = (ok | (unmeasurable & (gn2 < gnorm_dual**2))) & jnp.isfinite(f_new)
+            gamma = jnp.where(ok, jnp.maximum(2.0 * gamma, gamma_min), 0.5 * gamma)
+            return gamma, k + 1, ok, delta, f_new.astype(dtype), g_new, lam
+
+        zero = jnp.zeros((), dtype)
+        carry0 = (state.gamma, jnp.int32(0), jnp.asarray(False), jnp.zeros_like(v), f, g, zero)
+        gamma, trials, accepted, delta, f_new, g_new, lam = jax.lax.while_loop(
+            lambda c: (~c[2]) & (c[1] < self.max_backtracks), trial, carry0
+        )
+        # After max_backtracks rejections the authors' code takes the last trial anyway; we
+        # do too when it is finite, and otherwise stop with BREAKDOWN instead of moving to NaN.
+        usable = jnp.isfinite(f_new) & jnp.all(jnp.isfinite(g_new))
+        move = accepted | usable
+        v_new = jnp.where(move, v + delta, v)
+        status = jnp.where(move, state.status, jnp.int32(Status.BREAKDOWN))
+        g_out = jnp.where(move, g_new, g)
+        f_out = jnp.where(move, f_new, f)
+        new = GRNState(
+            x=unravel(v_new),
+            iter_num=state.iter_num + 1,
+            error=jnp.linalg.norm(g_out).astype(dtype),
+            status=status.astype(jnp.int32),
+            value=f_out,
+            grad=g_out,
+            gamma=gamma,
+            num_trials=state.num_trials + trials,
+        )
+        return new, GRNInfo(lam=lam, trials=trials, accepted=accepted)
 
 
 def gradient_regularized_newton(
@@ -257,7 +278,7 @@ def gradient_regularized_newton(
     max_backtracks: int = 40,
     cg_maxiter: int = 100,
     cg_tol: float = 1e-6,
-) -> Solver:
+) -> GradientRegularizedNewton:
     r"""Gradient-regularized Newton method (arXiv 2506.13710, Algorithm 1) as a Solver.
 
     Minimizes :math:`f(x)` = ``fun(x, args)`` (``x`` any pytree of floating arrays) by
@@ -302,7 +323,8 @@ def gradient_regularized_newton(
         max_backtracks: trials per step (paper: 40).
 
     Returns:
-        A :class:`~jaxsolve.Solver`; run it with :func:`jaxsolve.solve`.
+        A `GradientRegularizedNewton` solver (state `GRNState`); run it with
+        :func:`jaxsolve.solve`.
     """
     if hessian not in HESSIANS and not callable(hessian):
         raise ValueError(f"hessian must be one of {HESSIANS} or a callable, got {hessian!r}")
@@ -326,17 +348,12 @@ def gradient_regularized_newton(
     for name, val in (("max_backtracks", max_backtracks), ("cg_maxiter", cg_maxiter)):
         if isinstance(val, bool) or not isinstance(val, int) or val < 1:
             raise ValueError(f"{name} must be a positive int, got {val!r}")
-    obj = _objective(fun, per_example_loss, model, outer_loss)
-    return make_solver(
-        _init,
-        _step,
-        hp={
-            "gamma0": gamma0,
-            "gamma_min": gamma_min,
-            "cg_tol": cg_tol,
-            "norm_weights": norm_weights,
-        },
-        obj=obj,
+    return GradientRegularizedNewton(
+        fun=_objective(fun, per_example_loss, model, outer_loss),
+        gamma0=gamma0,
+        gamma_min=gamma_min,
+        cg_tol=cg_tol,
+        norm_weights=norm_weights,
         hessian=hessian,
         linear_solver=linear_solver,
         max_backtracks=max_backtracks,
