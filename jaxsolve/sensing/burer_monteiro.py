@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
-from jaxsolve.core import Status, make_solver
+from jaxsolve.core import Status
+from jaxsolve.core.protocol import AbstractSolver, hyper
 from jaxsolve.core.validation import check_positive
 from jaxsolve.sensing.problem import adjoint_residual, check_measurements, sensing_loss
 
-__all__ = ["burer_monteiro", "BMState", "small_initial_point"]
+__all__ = ["burer_monteiro", "BurerMonteiro", "BMState", "small_initial_point"]
 
 
 class BMState(NamedTuple):
@@ -22,29 +23,37 @@ class BMState(NamedTuple):
     f: jax.Array
 
 
-def _init(y0, meas, *, hp):
-    if y0.ndim != 2:
-        raise ValueError(f"y0 must be an (m, r) factor, got shape {y0.shape}")
-    check_measurements(meas, y0.shape[0])
-    s = adjoint_residual(y0 @ y0.T, meas)
-    f = sensing_loss(y0 @ y0.T, meas)
-    # Y = 0 is a stationary point (the gradient 2 A*(r) Y vanishes) that gradient descent
-    # never leaves: a run from it ended SUCCESS at Z = 0 with a gradient norm of 0 (issue
-    # 23). Such a start is refused as BREAKDOWN (use small_initial_point).
-    status = jnp.where(jnp.any(y0 != 0), jnp.int32(Status.SUCCESS), jnp.int32(Status.BREAKDOWN))
-    return BMState(y0, jnp.int32(0), jnp.linalg.norm(s @ y0), status.astype(jnp.int32), f)
+class BurerMonteiro(AbstractSolver):
+    """Gradient descent on the Burer-Monteiro factor (see `burer_monteiro`).
+
+    Nothing static; ``stepsize`` is traced.
+    """
+
+    stepsize: Any = 0.25
+
+    def init(self, y0, meas) -> BMState:
+        if y0.ndim != 2:
+            raise ValueError(f"y0 must be an (m, r) factor, got shape {y0.shape}")
+        check_measurements(meas, y0.shape[0])
+        s = adjoint_residual(y0 @ y0.T, meas)
+        f = sensing_loss(y0 @ y0.T, meas)
+        # Y = 0 is a stationary point (the gradient 2 A*(r) Y vanishes) that gradient
+        # descent never leaves: a run from it ended SUCCESS at Z = 0 with a gradient norm
+        # of 0 (issue 23). Such a start is refused as BREAKDOWN (use small_initial_point).
+        ok = jnp.any(y0 != 0)
+        status = jnp.where(ok, jnp.int32(Status.SUCCESS), jnp.int32(Status.BREAKDOWN))
+        return BMState(y0, jnp.int32(0), jnp.linalg.norm(s @ y0), status.astype(jnp.int32), f)
+
+    def step(self, state: BMState, meas) -> tuple[BMState, None]:
+        y = state.x
+        s = adjoint_residual(y @ y.T, meas)
+        y = y - hyper(self.stepsize, y) * (s @ y)
+        s = adjoint_residual(y @ y.T, meas)
+        f = sensing_loss(y @ y.T, meas)
+        return BMState(y, state.iter_num + 1, jnp.linalg.norm(s @ y), state.status, f), None
 
 
-def _step(state, meas, *, hp):
-    y = state.x
-    s = adjoint_residual(y @ y.T, meas)
-    y = y - hp["stepsize"].astype(y.dtype) * (s @ y)
-    s = adjoint_residual(y @ y.T, meas)
-    f = sensing_loss(y @ y.T, meas)
-    return BMState(y, state.iter_num + 1, jnp.linalg.norm(s @ y), state.status, f), None
-
-
-def burer_monteiro(*, stepsize=0.25):
+def burer_monteiro(*, stepsize=0.25) -> BurerMonteiro:
     r"""Gradient descent on the Burer-Monteiro factor: ``Y+ = Y - eta sym(M^*(M(YY^T) - y)) Y``.
 
     The gradient of ``f(Y) = 1/4 ||M(Y Y^T) - y||^2``. With overparameterization (``r``
@@ -55,7 +64,7 @@ def burer_monteiro(*, stepsize=0.25):
     A zero start (a stationary point gradient descent never leaves) ends ``BREAKDOWN``.
     """
     check_positive("stepsize", stepsize)
-    return make_solver(_init, _step, hp={"stepsize": stepsize})
+    return BurerMonteiro(stepsize=stepsize)
 
 
 def small_initial_point(key, m: int, r: int, scale: float = 1e-3, dtype=None):

@@ -7,13 +7,14 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxsolve.core import Status, make_solver
+from jaxsolve.core import Status
+from jaxsolve.core.protocol import AbstractSolver, hyper
 from jaxsolve.core.validation import check_positive
 from jaxsolve.manifolds import Stiefel
 from jaxsolve.manifolds.base import sym
 from jaxsolve.sensing.problem import adjoint_residual, check_measurements, sensing_loss
 
-__all__ = ["weight_normalized", "WNState", "WNInfo", "initial_point"]
+__all__ = ["weight_normalized", "WeightNormalized", "WNState", "WNInfo", "initial_point"]
 
 
 class WNState(NamedTuple):
@@ -41,42 +42,48 @@ def _gnorm(x, theta, meas):
     return jnp.sqrt(jnp.sum(gx * gx) + jnp.sum(gt * gt))
 
 
-def _init(x0, meas, *, hp):
-    if not isinstance(x0, tuple) or len(x0) != 2:
-        raise ValueError("x0 must be a pair (X, Theta); see jaxsolve.sensing.initial_point")
-    x, theta = x0
-    if x.ndim != 2 or theta.shape != (x.shape[1], x.shape[1]):
-        raise ValueError(
-            f"x0 = (X, Theta) needs X (m, r) and Theta (r, r), got {x.shape}, {theta.shape}"
-        )
-    check_measurements(meas, x.shape[0])
-    f = sensing_loss(x @ theta @ x.T, meas)
-    # X must lie on the Stiefel manifold (checked, not projected): X = 0 (or any X with
-    # non-orthonormal columns) has a zero or meaningless Riemannian gradient, and a run
-    # from X = 0 ended SUCCESS at Z = 0 (issue 23). Off it: BREAKDOWN at once.
-    eps = jnp.finfo(x.dtype).eps
-    on = jnp.max(jnp.abs(x.T @ x - jnp.eye(x.shape[1], dtype=x.dtype))) <= 10 * jnp.sqrt(eps)
-    status = jnp.where(on, jnp.int32(Status.SUCCESS), jnp.int32(Status.BREAKDOWN))
-    return WNState(x0, jnp.int32(0), _gnorm(x, theta, meas), status.astype(jnp.int32), f)
+class WeightNormalized(AbstractSolver):
+    """Alternating Riemannian GD for weight-normalized sensing (see `weight_normalized`).
+
+    Nothing static; ``direction_step`` and ``magnitude_step`` are traced.
+    """
+
+    direction_step: Any = 0.5
+    magnitude_step: Any = 2.0
+
+    def init(self, x0, meas) -> WNState:
+        if not isinstance(x0, tuple) or len(x0) != 2:
+            raise ValueError("x0 must be a pair (X, Theta); see jaxsolve.sensing.initial_point")
+        x, theta = x0
+        if x.ndim != 2 or theta.shape != (x.shape[1], x.shape[1]):
+            raise ValueError(
+                f"x0 = (X, Theta) needs X (m, r) and Theta (r, r), got {x.shape}, {theta.shape}"
+            )
+        check_measurements(meas, x.shape[0])
+        f = sensing_loss(x @ theta @ x.T, meas)
+        # X must lie on the Stiefel manifold (checked, not projected): X = 0 (or any X with
+        # non-orthonormal columns) has a zero or meaningless Riemannian gradient, and a run
+        # from X = 0 ended SUCCESS at Z = 0 (issue 23). Off it: BREAKDOWN at once.
+        eps = jnp.finfo(x.dtype).eps
+        on = jnp.max(jnp.abs(x.T @ x - jnp.eye(x.shape[1], dtype=x.dtype))) <= 10 * jnp.sqrt(eps)
+        status = jnp.where(on, jnp.int32(Status.SUCCESS), jnp.int32(Status.BREAKDOWN))
+        return WNState(x0, jnp.int32(0), _gnorm(x, theta, meas), status.astype(jnp.int32), f)
+
+    def step(self, state: WNState, meas) -> tuple[WNState, WNInfo]:
+        x, theta = state.x
+        eta, mu = hyper((self.direction_step, self.magnitude_step), x)
+        gx, _ = _grads(x, theta, meas)
+        # polar retraction: (X - eta G)(I + eta^2 G^T G)^{-1/2} (X^T G is skew)
+        x_new = Stiefel(*x.shape).retract(x, -eta * gx)
+        s = adjoint_residual(x_new @ theta @ x_new.T, meas)
+        theta_new = theta - mu * 0.5 * sym(x_new.T @ s @ x_new)
+        f = sensing_loss(x_new @ theta_new @ x_new.T, meas)
+        err = _gnorm(x_new, theta_new, meas)
+        new = WNState((x_new, theta_new), state.iter_num + 1, err, state.status, f)
+        return new, WNInfo(f)
 
 
-def _step(state, meas, *, hp):
-    x, theta = state.x
-    dt = x.dtype
-    eta = hp["direction_step"].astype(dt)
-    mu = hp["magnitude_step"].astype(dt)
-    gx, _ = _grads(x, theta, meas)
-    # polar retraction: (X - eta G)(I + eta^2 G^T G)^{-1/2} (X^T G is skew)
-    x_new = Stiefel(*x.shape).retract(x, -eta * gx)
-    s = adjoint_residual(x_new @ theta @ x_new.T, meas)
-    theta_new = theta - mu * 0.5 * sym(x_new.T @ s @ x_new)
-    f = sensing_loss(x_new @ theta_new @ x_new.T, meas)
-    err = _gnorm(x_new, theta_new, meas)
-    new = WNState((x_new, theta_new), state.iter_num + 1, err, state.status, f)
-    return new, WNInfo(f)
-
-
-def weight_normalized(*, direction_step=0.5, magnitude_step=2.0):
+def weight_normalized(*, direction_step=0.5, magnitude_step=2.0) -> WeightNormalized:
     r"""Weight-normalized matrix sensing by alternating Riemannian gradient descent.
 
     Paper 1 (Wei, Zhang, Li, He, "On the benefits of weight normalization for
@@ -106,8 +113,7 @@ def weight_normalized(*, direction_step=0.5, magnitude_step=2.0):
     """
     check_positive("direction_step", direction_step)
     check_positive("magnitude_step", magnitude_step)
-    hp = {"direction_step": direction_step, "magnitude_step": magnitude_step}
-    return make_solver(_init, _step, hp=hp)
+    return WeightNormalized(direction_step=direction_step, magnitude_step=magnitude_step)
 
 
 def initial_point(key, m: int, r: int, dtype=None):
