@@ -31,14 +31,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
+import optax
 from jax.flatten_util import ravel_pytree
 
-from jaxsolve.core import Solver, Status, make_solver
+from jaxsolve.core import Status
+from jaxsolve.core.protocol import AbstractSolver, hyper
 from jaxsolve.frank_wolfe import steps as _steps
 
-__all__ = ["frank_wolfe", "FWState", "FWInfo"]
+__all__ = ["frank_wolfe", "FrankWolfe", "FWState", "FWInfo"]
 
 VARIANTS = ("vanilla", "away", "pairwise")
 
@@ -67,22 +70,10 @@ class FWInfo(NamedTuple):
     slope: jax.Array
 
 
-def _vdot(a, b):
-    return sum(jnp.vdot(u, w) for u, w in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True))
-
-
-def _axpy(a, x, y):
-    return jax.tree.map(lambda u, w: u + a * w, y, x)
-
-
-def _sub(a, b):
-    return jax.tree.map(jnp.subtract, a, b)
-
-
 def _evaluate(fun, lmo, x, args):
     f, g = jax.value_and_grad(fun)(x, args)
     v = lmo(g)
-    gap = _vdot(g, _sub(x, v))
+    gap = optax.tree.vdot(g, optax.tree.sub(x, v))
     return f, g, v, gap
 
 
@@ -101,176 +92,193 @@ def _start_status(lmo, x0, variant):
     return jnp.where(ok, jnp.int32(Status.SUCCESS), jnp.int32(Status.BREAKDOWN)).astype(jnp.int32)
 
 
-def _init(x0, args, *, hp, fun, lmo, variant, rule, capacity):
-    step = rule
-    try:
-        f, g, v, gap = _evaluate(fun, lmo, x0, args)
-    except (TypeError, ValueError) as err:
-        shapes = jax.tree.map(jnp.shape, x0)
-        raise ValueError(
-            f"x0 (shapes {shapes}) does not fit fun(x, args) or the LMO: {err}"
-        ) from err
-    dtype = jnp.result_type(f)
-    flat, _ = ravel_pytree(x0)
-    cap = capacity if variant != "vanilla" else 1
-    atoms = jnp.zeros((cap, flat.shape[0] if variant != "vanilla" else 1), flat.dtype)
-    weights = jnp.zeros((cap,), flat.dtype).at[0].set(1.0)
-    if variant != "vanilla":
-        atoms = atoms.at[0].set(flat)
-    num_fun = jnp.int32(1)
-    L = hp["lipschitz"].astype(dtype)
-    if step == "backtracking":
-        # Initial estimate (FrankWolfe.jl / Pedregosa et al.): a gradient difference
-        # along the first FW direction; the factory's value, when given, wins.
-        d = _sub(v, x0)
-        eps = jnp.asarray(1e-3, dtype)
-        g2 = jax.grad(fun)(_axpy(eps, d, x0), args)
-        nd = jnp.sqrt(_vdot(d, d))
-        est = jnp.sqrt(_vdot(_sub(g2, g), _sub(g2, g))) / jnp.where(nd > 0, eps * nd, 1.0)
-        est = jnp.where(jnp.isfinite(est) & (est > 0), est, 1.0)
-        L = jnp.where(L > 0, L, est)
-        num_fun = num_fun + 1
-    lower = f - gap
-    return FWState(
-        x=x0,
-        iter_num=jnp.int32(0),
-        error=(f - lower).astype(dtype),
-        status=_start_status(lmo, x0, variant),
-        value=f,
-        grad=g,
-        vertex=v,
-        fw_gap=gap,
-        lower=lower,
-        pd_lower=lower,
-        lipschitz=L,
-        weights=weights,
-        atoms=atoms,
-        num_oracle=jnp.int32(1),
-        num_fun=num_fun,
-    )
+class FrankWolfe(AbstractSolver):
+    """Frank-Wolfe with a certified gap (see `frank_wolfe`).
 
+    Static: ``fun``, ``lmo``, ``variant``, ``rule`` (the step rule), ``capacity``.
+    Traced: ``lipschitz`` (0: estimate it, backtracking only), ``ell``, ``eta``, ``tau``.
+    """
 
-def _choose_gamma(state, args, d, slope, sq, gmax, *, hp, fun, step):
-    dtype = jnp.result_type(state.value)
-    L = state.lipschitz
-    extra = jnp.int32(0)
-    f_new = None
-    if step == "open_loop":
-        gamma = _steps.open_loop_step(state.iter_num, gmax, hp["ell"].astype(dtype))
-    elif step == "short":
-        gamma = _steps.short_step(slope, sq, L, gmax)
-    elif step == "exact":
-        gamma = _steps.exact_quadratic_step(fun, state.x, d, args, slope, gmax)
-    elif step == "primal_dual":
-        G = state.value - state.pd_lower
-        gamma = _steps.primal_dual_short_step(G, state.fw_gap, slope, sq, L, gmax)
-    else:  # backtracking
-        gamma, L, f_new, extra = _steps.backtracking_step(
-            fun,
-            state.x,
-            d,
-            args,
-            state.value,
-            slope,
-            sq,
-            L,
-            gmax,
-            eta=hp["eta"].astype(dtype),
-            tau=hp["tau"].astype(dtype),
+    fun: Callable = eqx.field(static=True)
+    lmo: Callable = eqx.field(static=True)
+    lipschitz: Any = 0.0
+    ell: Any = 2.0
+    eta: Any = 0.9
+    tau: Any = 2.0
+    variant: str = eqx.field(static=True, default="vanilla")
+    rule: str = eqx.field(static=True, default="open_loop")
+    capacity: int = eqx.field(static=True, default=256)
+
+    def init(self, x0, args) -> FWState:
+        try:
+            f, g, v, gap = _evaluate(self.fun, self.lmo, x0, args)
+        except (TypeError, ValueError) as err:
+            shapes = jax.tree.map(jnp.shape, x0)
+            raise ValueError(
+                f"x0 (shapes {shapes}) does not fit fun(x, args) or the LMO: {err}"
+            ) from err
+        dtype = jnp.result_type(f)
+        flat, _ = ravel_pytree(x0)
+        variant = self.variant
+        cap = self.capacity if variant != "vanilla" else 1
+        atoms = jnp.zeros((cap, flat.shape[0] if variant != "vanilla" else 1), flat.dtype)
+        weights = jnp.zeros((cap,), flat.dtype).at[0].set(1.0)
+        if variant != "vanilla":
+            atoms = atoms.at[0].set(flat)
+        num_fun = jnp.int32(1)
+        L = hyper(self.lipschitz, dtype)
+        if self.rule == "backtracking":
+            # Initial estimate (FrankWolfe.jl / Pedregosa et al.): a gradient difference
+            # along the first FW direction; the factory's value, when given, wins.
+            d = optax.tree.sub(v, x0)
+            eps = jnp.asarray(1e-3, dtype)
+            g2 = jax.grad(self.fun)(optax.tree.add_scale(x0, eps, d), args)
+            nd = jnp.sqrt(optax.tree.vdot(d, d))
+            dg = optax.tree.sub(g2, g)
+            est = jnp.sqrt(optax.tree.vdot(dg, dg)) / jnp.where(nd > 0, eps * nd, 1.0)
+            est = jnp.where(jnp.isfinite(est) & (est > 0), est, 1.0)
+            L = jnp.where(L > 0, L, est)
+            num_fun = num_fun + 1
+        lower = f - gap
+        return FWState(
+            x=x0,
+            iter_num=jnp.int32(0),
+            error=(f - lower).astype(dtype),
+            status=_start_status(self.lmo, x0, variant),
+            value=f,
+            grad=g,
+            vertex=v,
+            fw_gap=gap,
+            lower=lower,
+            pd_lower=lower,
+            lipschitz=L,
+            weights=weights,
+            atoms=atoms,
+            num_oracle=jnp.int32(1),
+            num_fun=num_fun,
         )
-    gamma = jnp.where(slope > 0, gamma, 0.0).astype(dtype)
-    return gamma, L, extra
 
+    def _choose_gamma(self, state, args, d, slope, sq, gmax):
+        fun, step = self.fun, self.rule
+        dtype = jnp.result_type(state.value)
+        L = state.lipschitz
+        extra = jnp.int32(0)
+        f_new = None
+        if step == "open_loop":
+            gamma = _steps.open_loop_step(state.iter_num, gmax, hyper(self.ell, dtype))
+        elif step == "short":
+            gamma = _steps.short_step(slope, sq, L, gmax)
+        elif step == "exact":
+            gamma = _steps.exact_quadratic_step(fun, state.x, d, args, slope, gmax)
+        elif step == "primal_dual":
+            G = state.value - state.pd_lower
+            gamma = _steps.primal_dual_short_step(G, state.fw_gap, slope, sq, L, gmax)
+        else:  # backtracking
+            gamma, L, f_new, extra = _steps.backtracking_step(
+                fun,
+                state.x,
+                d,
+                args,
+                state.value,
+                slope,
+                sq,
+                L,
+                gmax,
+                eta=hyper(self.eta, dtype),
+                tau=hyper(self.tau, dtype),
+            )
+        gamma = jnp.where(slope > 0, gamma, 0.0).astype(dtype)
+        return gamma, L, extra
 
-def _step(state, args, *, hp, fun, lmo, variant, rule, capacity):
-    step = rule
-    x, g, v = state.x, state.grad, state.vertex
-    dtype = jnp.result_type(state.value)
-    fw_dir = _sub(v, x)
-    fw_gap = state.fw_gap
-    status = state.status
-    if variant == "vanilla":
-        d, slope, gmax, kind = fw_dir, fw_gap, jnp.asarray(1.0, dtype), jnp.int32(0)
-    else:
-        flat_x, unravel = ravel_pytree(x)
-        flat_g, _ = ravel_pytree(g)
-        flat_v, _ = ravel_pytree(v)
-        active = state.weights > 0
-        scores = jnp.where(active, state.atoms @ flat_g, -jnp.inf)
-        ia = jnp.argmax(scores)
-        lam_a = state.weights[ia]
-        away_gap = scores[ia] - jnp.vdot(flat_g, flat_x)
-        a_vec = state.atoms[ia]
-        if variant == "away":
-            use_fw = fw_gap >= away_gap
-            d_flat = jnp.where(use_fw, flat_v - flat_x, flat_x - a_vec)
-            slope = jnp.where(use_fw, fw_gap, away_gap)
-            away_max = jnp.where(lam_a < 1, lam_a / jnp.where(lam_a < 1, 1 - lam_a, 1.0), 0.0)
-            gmax = jnp.where(use_fw, 1.0, away_max).astype(dtype)
-            kind = jnp.where(use_fw, 0, 1).astype(jnp.int32)
+    def step(self, state: FWState, args) -> tuple[FWState, FWInfo]:
+        fun, lmo, variant, step = self.fun, self.lmo, self.variant, self.rule
+        x, g, v = state.x, state.grad, state.vertex
+        dtype = jnp.result_type(state.value)
+        fw_dir = optax.tree.sub(v, x)
+        fw_gap = state.fw_gap
+        status = state.status
+        if variant == "vanilla":
+            d, slope, gmax, kind = fw_dir, fw_gap, jnp.asarray(1.0, dtype), jnp.int32(0)
         else:
-            d_flat = flat_v - a_vec
-            slope = fw_gap + away_gap
-            gmax = lam_a.astype(dtype)
-            kind = jnp.int32(2)
-        d = unravel(d_flat)
-    sq = _vdot(d, d)
-    gamma, L, extra = _choose_gamma(state, args, d, slope, sq, gmax, hp=hp, fun=fun, step=step)
+            flat_x, unravel = ravel_pytree(x)
+            flat_g, _ = ravel_pytree(g)
+            flat_v, _ = ravel_pytree(v)
+            active = state.weights > 0
+            scores = jnp.where(active, state.atoms @ flat_g, -jnp.inf)
+            ia = jnp.argmax(scores)
+            lam_a = state.weights[ia]
+            away_gap = scores[ia] - jnp.vdot(flat_g, flat_x)
+            a_vec = state.atoms[ia]
+            if variant == "away":
+                use_fw = fw_gap >= away_gap
+                d_flat = jnp.where(use_fw, flat_v - flat_x, flat_x - a_vec)
+                slope = jnp.where(use_fw, fw_gap, away_gap)
+                away_max = jnp.where(lam_a < 1, lam_a / jnp.where(lam_a < 1, 1 - lam_a, 1.0), 0.0)
+                gmax = jnp.where(use_fw, 1.0, away_max).astype(dtype)
+                kind = jnp.where(use_fw, 0, 1).astype(jnp.int32)
+            else:
+                d_flat = flat_v - a_vec
+                slope = fw_gap + away_gap
+                gmax = lam_a.astype(dtype)
+                kind = jnp.int32(2)
+            d = unravel(d_flat)
+        sq = optax.tree.vdot(d, d)
+        gamma, L, extra = self._choose_gamma(state, args, d, slope, sq, gmax)
 
-    if variant == "vanilla":
-        x_new = _axpy(gamma, d, x)
-        weights, atoms = state.weights, state.atoms
-    else:
-        match = jnp.all(state.atoms == flat_v, axis=1) & active
-        free = ~active
-        found = jnp.any(match)
-        iv = jnp.where(found, jnp.argmax(match), jnp.argmax(free))
-        full = ~found & ~jnp.any(free)
-        needs_v = (kind != 1) & (gamma > 0)
-        status = jnp.where(needs_v & full, jnp.int32(Status.BREAKDOWN), status)
-        w = state.weights
-        atoms = jnp.where(needs_v & ~found & ~full, state.atoms.at[iv].set(flat_v), state.atoms)
-        e_v = jax.nn.one_hot(iv, w.shape[0], dtype=w.dtype)
-        e_a = jax.nn.one_hot(ia, w.shape[0], dtype=w.dtype)
-        w_fw = (1 - gamma) * w + gamma * e_v
-        w_away = (1 + gamma) * w - gamma * e_a
-        w_pair = w + gamma * (e_v - e_a)
-        w_new = jnp.where(kind == 0, w_fw, jnp.where(kind == 1, w_away, w_pair))
-        # a drop step removes the away atom exactly; rounding must not leave dust
-        at_max = (kind != 0) & (gamma >= gmax)
-        w_new = jnp.where(at_max & (e_a > 0), 0.0, w_new)
-        w_new = jnp.where(w_new > 0, w_new, 0.0)
-        w_new = w_new / jnp.sum(w_new)
-        ok = status == Status.SUCCESS
-        weights = jnp.where(ok, w_new, w)
-        atoms = jnp.where(ok, atoms, state.atoms)
-        x_new = unravel(weights @ atoms)
+        if variant == "vanilla":
+            x_new = optax.tree.add_scale(x, gamma, d)
+            weights, atoms = state.weights, state.atoms
+        else:
+            match = jnp.all(state.atoms == flat_v, axis=1) & active
+            free = ~active
+            found = jnp.any(match)
+            iv = jnp.where(found, jnp.argmax(match), jnp.argmax(free))
+            full = ~found & ~jnp.any(free)
+            needs_v = (kind != 1) & (gamma > 0)
+            status = jnp.where(needs_v & full, jnp.int32(Status.BREAKDOWN), status)
+            w = state.weights
+            atoms = jnp.where(needs_v & ~found & ~full, state.atoms.at[iv].set(flat_v), state.atoms)
+            e_v = jax.nn.one_hot(iv, w.shape[0], dtype=w.dtype)
+            e_a = jax.nn.one_hot(ia, w.shape[0], dtype=w.dtype)
+            w_fw = (1 - gamma) * w + gamma * e_v
+            w_away = (1 + gamma) * w - gamma * e_a
+            w_pair = w + gamma * (e_v - e_a)
+            w_new = jnp.where(kind == 0, w_fw, jnp.where(kind == 1, w_away, w_pair))
+            # a drop step removes the away atom exactly; rounding must not leave dust
+            at_max = (kind != 0) & (gamma >= gmax)
+            w_new = jnp.where(at_max & (e_a > 0), 0.0, w_new)
+            w_new = jnp.where(w_new > 0, w_new, 0.0)
+            w_new = w_new / jnp.sum(w_new)
+            ok = status == Status.SUCCESS
+            weights = jnp.where(ok, w_new, w)
+            atoms = jnp.where(ok, atoms, state.atoms)
+            x_new = unravel(weights @ atoms)
 
-    f, g_new, v_new, gap = _evaluate(fun, lmo, x_new, args)
-    lower = jnp.maximum(state.lower, f - gap)
-    pd_lower = state.pd_lower
-    if step == "primal_dual":
-        theta = jnp.minimum(gamma, 1.0)
-        pd_lower = (1 - theta) * pd_lower + theta * (state.value - fw_gap)
-        lower = jnp.maximum(lower, pd_lower)
-    new = FWState(
-        x=x_new,
-        iter_num=state.iter_num + 1,
-        error=(f - lower).astype(dtype),
-        status=status,
-        value=f,
-        grad=g_new,
-        vertex=v_new,
-        fw_gap=gap,
-        lower=lower,
-        pd_lower=pd_lower,
-        lipschitz=L.astype(dtype),
-        weights=weights,
-        atoms=atoms,
-        num_oracle=state.num_oracle + 1,
-        num_fun=state.num_fun + 1 + extra,
-    )
-    return new, FWInfo(gamma=gamma, kind=kind, slope=slope)
+        f, g_new, v_new, gap = _evaluate(fun, lmo, x_new, args)
+        lower = jnp.maximum(state.lower, f - gap)
+        pd_lower = state.pd_lower
+        if step == "primal_dual":
+            theta = jnp.minimum(gamma, 1.0)
+            pd_lower = (1 - theta) * pd_lower + theta * (state.value - fw_gap)
+            lower = jnp.maximum(lower, pd_lower)
+        new = FWState(
+            x=x_new,
+            iter_num=state.iter_num + 1,
+            error=(f - lower).astype(dtype),
+            status=status,
+            value=f,
+            grad=g_new,
+            vertex=v_new,
+            fw_gap=gap,
+            lower=lower,
+            pd_lower=pd_lower,
+            lipschitz=L.astype(dtype),
+            weights=weights,
+            atoms=atoms,
+            num_oracle=state.num_oracle + 1,
+            num_fun=state.num_fun + 1 + extra,
+        )
+        return new, FWInfo(gamma=gamma, kind=kind, slope=slope)
 
 
 def frank_wolfe(
@@ -284,7 +292,7 @@ def frank_wolfe(
     ell: float = 2.0,
     eta: float = 0.9,
     tau: float = 2.0,
-) -> Solver:
+) -> FrankWolfe:
     r"""Frank-Wolfe with a certified optimality gap.
 
     Minimizes a convex, smooth ``fun(x, args)`` over the set of ``lmo`` (an
@@ -312,7 +320,7 @@ def frank_wolfe(
         tau: backtracking: factor ``> 1`` that increases :math:`L` after a rejection.
 
     Returns:
-        A :class:`~jaxsolve.Solver`; run it with :func:`jaxsolve.solve`.
+        A `FrankWolfe` solver (state `FWState`); run it with :func:`jaxsolve.solve`.
     """
     if not callable(fun):
         raise TypeError("fun must be callable: fun(x, args) -> scalar")
@@ -340,18 +348,13 @@ def frank_wolfe(
             raise ValueError(f"{name} must be positive, got {val}")
     if not float(tau) > 1 or not float(eta) <= 1:
         raise ValueError("backtracking needs tau > 1 and eta <= 1")
-    hp = {
-        "lipschitz": 0.0 if lipschitz is None else float(lipschitz),
-        "ell": float(ell),
-        "eta": float(eta),
-        "tau": float(tau),
-    }
-    return make_solver(
-        _init,
-        _step,
-        hp=hp,
+    return FrankWolfe(
         fun=fun,
         lmo=lmo,
+        lipschitz=0.0 if lipschitz is None else float(lipschitz),
+        ell=float(ell),
+        eta=float(eta),
+        tau=float(tau),
         variant=variant,
         rule=step,
         capacity=capacity,

@@ -31,13 +31,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
+import optax
 
-from jaxsolve.core import Solver, make_solver
+from jaxsolve.core.protocol import AbstractSolver
 from jaxsolve.frank_wolfe.conditional_gradient import _start_status
 
-__all__ = ["optimistic_frank_wolfe", "OptimisticState"]
+__all__ = ["optimistic_frank_wolfe", "OptimisticFrankWolfe", "OptimisticState"]
 
 
 class OptimisticState(NamedTuple):
@@ -59,64 +61,68 @@ class OptimisticInfo(NamedTuple):
     lower_candidate: jax.Array
 
 
-def _vdot(a, b):
-    return sum(jnp.vdot(u, w) for u, w in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True))
+class OptimisticFrankWolfe(AbstractSolver):
+    """Optimistic Frank-Wolfe (see `optimistic_frank_wolfe`).
+
+    Static: ``fun`` and ``lmo``; there are no numeric hyperparameters.
+    """
+
+    fun: Callable = eqx.field(static=True)
+    lmo: Callable = eqx.field(static=True)
+
+    def init(self, x0, args) -> OptimisticState:
+        f, g = jax.value_and_grad(self.fun)(x0, args)
+        v = self.lmo(g)
+        gap = optax.tree.vdot(g, optax.tree.sub(x0, v))
+        dtype = jnp.result_type(f)
+        const = f - optax.tree.vdot(g, x0)
+        return OptimisticState(
+            x=x0,
+            iter_num=jnp.int32(0),
+            error=gap.astype(dtype),
+            status=_start_status(self.lmo, x0, "vanilla"),
+            value=f,
+            grad=g,
+            agg_grad=g,
+            agg_const=const,
+            weight_sum=jnp.asarray(1.0, dtype),
+            lower=f - gap,
+            num_oracle=jnp.int32(1),
+        )
+
+    def step(self, state: OptimisticState, args) -> tuple[OptimisticState, OptimisticInfo]:
+        dtype = jnp.result_type(state.value)
+        a = (state.iter_num + 2).astype(dtype)
+        A = state.weight_sum + a
+        g = state.grad
+        const_t = state.value - optax.tree.vdot(g, state.x)
+        direction = optax.tree.add_scale(state.agg_grad, a, g)
+        v = self.lmo(direction)
+        cand = (state.agg_const + a * const_t + optax.tree.vdot(direction, v)) / A
+        lower = jnp.maximum(state.lower, cand)
+        # Stay put when the played vertex does not decrease the aggregated linear model
+        # (x already minimizes it, e.g. a zero gradient): moving could only add error.
+        move = optax.tree.vdot(direction, optax.tree.sub(v, state.x)) < 0
+        gamma = jnp.where(move, a / A, 0.0)
+        x = optax.tree.add_scale(state.x, gamma, optax.tree.sub(v, state.x))
+        f, g_new = jax.value_and_grad(self.fun)(x, args)
+        new = OptimisticState(
+            x=x,
+            iter_num=state.iter_num + 1,
+            error=(f - lower).astype(dtype),
+            status=state.status,
+            value=f,
+            grad=g_new,
+            agg_grad=optax.tree.add_scale(state.agg_grad, a, g_new),
+            agg_const=state.agg_const + a * (f - optax.tree.vdot(g_new, x)),
+            weight_sum=A,
+            lower=lower,
+            num_oracle=state.num_oracle + 1,
+        )
+        return new, OptimisticInfo(gamma=gamma, lower_candidate=cand)
 
 
-def _init(x0, args, *, hp, fun, lmo):
-    f, g = jax.value_and_grad(fun)(x0, args)
-    v = lmo(g)
-    gap = _vdot(g, jax.tree.map(jnp.subtract, x0, v))
-    dtype = jnp.result_type(f)
-    const = f - _vdot(g, x0)
-    return OptimisticState(
-        x=x0,
-        iter_num=jnp.int32(0),
-        error=gap.astype(dtype),
-        status=_start_status(lmo, x0, "vanilla"),
-        value=f,
-        grad=g,
-        agg_grad=g,
-        agg_const=const,
-        weight_sum=jnp.asarray(1.0, dtype),
-        lower=f - gap,
-        num_oracle=jnp.int32(1),
-    )
-
-
-def _step(state, args, *, hp, fun, lmo):
-    dtype = jnp.result_type(state.value)
-    a = (state.iter_num + 2).astype(dtype)
-    A = state.weight_sum + a
-    g = state.grad
-    const_t = state.value - _vdot(g, state.x)
-    direction = jax.tree.map(lambda s, h: s + a * h, state.agg_grad, g)
-    v = lmo(direction)
-    cand = (state.agg_const + a * const_t + _vdot(direction, v)) / A
-    lower = jnp.maximum(state.lower, cand)
-    # Stay put when the played vertex does not decrease the aggregated linear model
-    # (x already minimizes it, e.g. a zero gradient): moving could only add error.
-    move = _vdot(direction, jax.tree.map(jnp.subtract, v, state.x)) < 0
-    gamma = jnp.where(move, a / A, 0.0)
-    x = jax.tree.map(lambda xi, vi: xi + gamma * (vi - xi), state.x, v)
-    f, g_new = jax.value_and_grad(fun)(x, args)
-    new = OptimisticState(
-        x=x,
-        iter_num=state.iter_num + 1,
-        error=(f - lower).astype(dtype),
-        status=state.status,
-        value=f,
-        grad=g_new,
-        agg_grad=jax.tree.map(lambda s, h: s + a * h, state.agg_grad, g_new),
-        agg_const=state.agg_const + a * (f - _vdot(g_new, x)),
-        weight_sum=A,
-        lower=lower,
-        num_oracle=state.num_oracle + 1,
-    )
-    return new, OptimisticInfo(gamma=gamma, lower_candidate=cand)
-
-
-def optimistic_frank_wolfe(fun: Callable, lmo: Callable) -> Solver:
+def optimistic_frank_wolfe(fun: Callable, lmo: Callable) -> OptimisticFrankWolfe:
     r"""Optimistic Frank-Wolfe (Martínez-Rubio & Pokutta, "Beyond Short Steps in
     Frank-Wolfe Algorithms", ICLR 2026) with its computable primal-dual gap.
 
@@ -135,4 +141,4 @@ def optimistic_frank_wolfe(fun: Callable, lmo: Callable) -> Solver:
         raise TypeError("fun must be callable: fun(x, args) -> scalar")
     if not callable(lmo):
         raise TypeError("lmo must be callable: lmo(g) -> argmin_v <g, v>")
-    return make_solver(_init, _step, fun=fun, lmo=lmo)
+    return OptimisticFrankWolfe(fun=fun, lmo=lmo)
