@@ -32,12 +32,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
+import optax
 
-from jaxsolve.core import Solver, Status, make_solver
+from jaxsolve.core import Status
+from jaxsolve.core.protocol import AbstractSolver
 
-__all__ = ["regret_matching", "RMState", "kkt_gap"]
+__all__ = ["regret_matching", "RegretMatching", "RMState", "kkt_gap"]
 
 VARIANTS = ("rm", "rm+", "predictive")
 
@@ -100,50 +103,59 @@ def _onto_simplices(x0):
     return jax.tree.map(leaf, x0)
 
 
-def _init(x0, args, *, hp, fun, variant, alternating):
-    x0 = _onto_simplices(x0)
-    g = jax.grad(fun)(x0, args)
-    return RMState(
-        x=x0,
-        iter_num=jnp.int32(0),
-        error=kkt_gap(g, x0),
-        status=jnp.int32(Status.SUCCESS),
-        regrets=jax.tree.map(jnp.zeros_like, x0),
-        grad=g,
-        num_grad=jnp.int32(1),
-    )
+class RegretMatching(AbstractSolver):
+    """Regret matching over a product of simplices (see `regret_matching`).
 
+    Static: ``fun``, ``variant``, ``alternating``; the method has no numeric
+    hyperparameters.
+    """
 
-def _step(state, args, *, hp, fun, variant, alternating):
-    grad = jax.grad(fun)
-    xs, treedef = jax.tree.flatten(state.x)
-    Rs = treedef.flatten_up_to(state.regrets)
-    gs = treedef.flatten_up_to(state.grad)
-    n_grad = state.num_grad
-    if alternating:
+    fun: Callable = eqx.field(static=True)
+    variant: str = eqx.field(static=True, default="rm+")
+    alternating: bool = eqx.field(static=True, default=True)
+
+    def init(self, x0, args) -> RMState:
+        x0 = _onto_simplices(x0)
+        g = jax.grad(self.fun)(x0, args)
+        return RMState(
+            x=x0,
+            iter_num=jnp.int32(0),
+            error=kkt_gap(g, x0),
+            status=jnp.int32(Status.SUCCESS),
+            regrets=optax.tree.zeros_like(x0),
+            grad=g,
+            num_grad=jnp.int32(1),
+        )
+
+    def step(self, state: RMState, args) -> tuple[RMState, RMInfo]:
+        fun, variant = self.fun, self.variant
+        grad = jax.grad(fun)
+        xs, treedef = jax.tree.flatten(state.x)
+        Rs = treedef.flatten_up_to(state.regrets)
+        gs = treedef.flatten_up_to(state.grad)
+        n_grad = state.num_grad
         for i in range(len(xs)):
-            if i > 0:
+            if self.alternating and i > 0:
                 gs = treedef.flatten_up_to(grad(jax.tree.unflatten(treedef, xs), args))
                 n_grad = n_grad + 1
             xs[i], Rs[i] = _update_block(xs[i], Rs[i], gs[i], variant)
-    else:
-        for i in range(len(xs)):
-            xs[i], Rs[i] = _update_block(xs[i], Rs[i], gs[i], variant)
-    x = jax.tree.unflatten(treedef, xs)
-    val, g = jax.value_and_grad(fun)(x, args)
-    new = RMState(
-        x=x,
-        iter_num=state.iter_num + 1,
-        error=kkt_gap(g, x).astype(state.error.dtype),
-        status=state.status,
-        regrets=jax.tree.unflatten(treedef, Rs),
-        grad=g,
-        num_grad=n_grad + 1,
-    )
-    return new, RMInfo(value=val)
+        x = jax.tree.unflatten(treedef, xs)
+        val, g = jax.value_and_grad(fun)(x, args)
+        new = RMState(
+            x=x,
+            iter_num=state.iter_num + 1,
+            error=kkt_gap(g, x).astype(state.error.dtype),
+            status=state.status,
+            regrets=jax.tree.unflatten(treedef, Rs),
+            grad=g,
+            num_grad=n_grad + 1,
+        )
+        return new, RMInfo(value=val)
 
 
-def regret_matching(fun: Callable, *, variant: str = "rm+", alternating: bool = True) -> Solver:
+def regret_matching(
+    fun: Callable, *, variant: str = "rm+", alternating: bool = True
+) -> RegretMatching:
     r"""Regret matching as an optimizer over a product of simplices.
 
     Args:
@@ -169,4 +181,4 @@ def regret_matching(fun: Callable, *, variant: str = "rm+", alternating: bool = 
         raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
     if not isinstance(alternating, bool):
         raise TypeError(f"alternating must be a bool, got {alternating!r}")
-    return make_solver(_init, _step, fun=fun, variant=variant, alternating=alternating)
+    return RegretMatching(fun=fun, variant=variant, alternating=alternating)
