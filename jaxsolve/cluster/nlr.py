@@ -22,15 +22,16 @@ so ``alpha`` and ``beta`` are scale free. Each step costs ``O(n r d)``.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
-from jaxsolve.core import Status, make_solver
+from jaxsolve.core import Status
+from jaxsolve.core.protocol import AbstractSolver, hyper
 from jaxsolve.core.validation import check_positive
 
-__all__ = ["nlr", "NLRState", "nlr_start", "nlr_reference_options"]
+__all__ = ["nlr", "NLR", "NLRState", "nlr_start", "nlr_reference_options"]
 
 
 class NLRState(NamedTuple):
@@ -47,47 +48,64 @@ def _project(u, k):
     return u * (jnp.sqrt(k) / jnp.where(nrm > 0, nrm, 1.0))
 
 
-def _init(x0, args, *, hp):
-    n = x0.shape[0]
-    res = x0 @ (x0.T @ jnp.ones((n,), x0.dtype)) - 1.0
-    # No step taken yet: the change term counts as 1 (so a feasible start still steps).
-    err = jnp.maximum(jnp.linalg.norm(res) / jnp.sqrt(n), 1.0) + 0.0 * jnp.sum(args)
-    return NLRState(
-        x=x0,
-        iter_num=jnp.int32(0),
-        error=err,
-        status=jnp.int32(Status.SUCCESS),
-        y=jnp.zeros((n,), x0.dtype),
-    )
+class NLR(AbstractSolver):
+    r"""The NLR baseline as a solver Module; built by `nlr` (see its docstring for the math).
 
+    ``x`` is the factor ``U`` (``n x r``, ``U >= 0``, ``||U||_F^2 = K``), ``args`` the
+    centred unit-norm data ``(n, d)``; ``error`` is
+    ``max(||Delta U|| / sqrt(K), ||U U^T 1 - 1|| / sqrt(n))``. No static fields: ``alpha``,
+    ``beta``, ``dual_gate`` and ``fixed_step`` (`nlr`'s ``step``; 0: the relative step
+    ``alpha / max(beta n, 1)``) are traced hyperparameters, so a sweep over them reuses
+    one compilation.
+    """
 
-def _step(state, args, *, hp):
-    u = state.x
-    dt = u.dtype
-    n = u.shape[0]
-    k = jnp.sum(u * u)
-    # Curvatures: the penalty's grows like beta n, the data term's is at most 2 (unit norm).
-    # step > 0: an absolute step (the reference code's fixed alpha, rescaled to unit data).
-    rel = hp["alpha"].astype(dt) / jnp.maximum(hp["beta"].astype(dt) * n, 1.0)
-    alpha = jnp.where(hp["step"] > 0, hp["step"].astype(dt), rel)
-    beta = hp["beta"].astype(dt)
-    x = args
-    ones = jnp.ones((n,), dt)
-    s = u.T @ ones
-    res = u @ s - 1.0
-    yt = state.y + beta * res
-    grad = -2.0 * x @ (x.T @ u) + jnp.outer(yt, s) + jnp.outer(ones, yt @ u)
-    u_new = _project(u - alpha * grad, k)
-    change = jnp.linalg.norm(u_new - u) / jnp.sqrt(k)
-    res_new = u_new @ (u_new.T @ ones) - 1.0
-    y = jnp.where(change < hp["dual_gate"].astype(dt), state.y + beta * res_new, state.y)
-    err = jnp.maximum(change, jnp.linalg.norm(res_new) / jnp.sqrt(n))
-    return NLRState(u_new, state.iter_num + 1, err, state.status, y), None
+    alpha: Any = 0.5
+    beta: Any = 0.01
+    dual_gate: Any = 1e-3
+    fixed_step: Any = 0.0
+
+    def init(self, x0, args) -> NLRState:
+        n = x0.shape[0]
+        res = x0 @ (x0.T @ jnp.ones((n,), x0.dtype)) - 1.0
+        # No step taken yet: the change term counts as 1 (so a feasible start still steps).
+        err = jnp.maximum(jnp.linalg.norm(res) / jnp.sqrt(n), 1.0) + 0.0 * jnp.sum(args)
+        return NLRState(
+            x=x0,
+            iter_num=jnp.int32(0),
+            error=err,
+            status=jnp.int32(Status.SUCCESS),
+            y=jnp.zeros((n,), x0.dtype),
+        )
+
+    def step(self, state: NLRState, args) -> tuple[NLRState, None]:
+        u = state.x
+        dt = u.dtype
+        n = u.shape[0]
+        k = jnp.sum(u * u)
+        # Curvatures: the penalty's grows like beta n, the data term's is at most 2 (unit
+        # norm). step > 0: an absolute step (the reference code's fixed alpha, rescaled to
+        # unit data).
+        beta = hyper(self.beta, dt)
+        rel = hyper(self.alpha, dt) / jnp.maximum(beta * n, 1.0)
+        alpha = jnp.where(jnp.asarray(self.fixed_step) > 0, hyper(self.fixed_step, dt), rel)
+        x = args
+        ones = jnp.ones((n,), dt)
+        s = u.T @ ones
+        res = u @ s - 1.0
+        yt = state.y + beta * res
+        grad = -2.0 * x @ (x.T @ u) + jnp.outer(yt, s) + jnp.outer(ones, yt @ u)
+        u_new = _project(u - alpha * grad, k)
+        change = jnp.linalg.norm(u_new - u) / jnp.sqrt(k)
+        res_new = u_new @ (u_new.T @ ones) - 1.0
+        gate = change < hyper(self.dual_gate, dt)
+        y = jnp.where(gate, state.y + beta * res_new, state.y)
+        err = jnp.maximum(change, jnp.linalg.norm(res_new) / jnp.sqrt(n))
+        return NLRState(u_new, state.iter_num + 1, err, state.status, y), None
 
 
 def nlr(
     *, alpha: float = 0.5, beta: float = 0.01, dual_gate: float = 1e-3, step: float | None = None
-):
+) -> NLR:
     r"""The NLR baseline (projected gradient on the augmented Lagrangian), on the protocol.
 
     Paper: Zhuang, Chen, Yang, Zhang, ICLR 2024 (the first-order method of paper 12's
@@ -117,8 +135,9 @@ def nlr(
         check_positive(name, val)
     if step is not None:
         check_positive("step", step)
-    hp = {"alpha": alpha, "beta": beta, "dual_gate": dual_gate, "step": step or 0.0}
-    return make_solver(_init, _step, hp=hp)
+    return NLR(
+        alpha=alpha, beta=beta, dual_gate=dual_gate, fixed_step=0.0 if step is None else step
+    )
 
 
 def nlr_reference_options(X) -> dict:
