@@ -17,9 +17,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsolve.core.adjoint import Implicit, Unrolled, resolve_adjoint
+from jaxsolve.core.adjoint import Implicit, Unrolled, implicit_solution, resolve_adjoint
 from jaxsolve.core.implicit import custom_root
-from jaxsolve.core.protocol import Packed, check_solver, pack
+from jaxsolve.core.protocol import Packed, check_solver, pack, solver_attr
 from jaxsolve.core.status import Status, status_counts, status_message
 from jaxsolve.core.validation import check_floating, check_nonempty, is_concrete
 
@@ -252,7 +252,12 @@ def _with_implicit(adjoint: Implicit, run, solver, x0, args, extra) -> Solution:
     ``extra`` (tolerance, step limit, options) is passed, not closed over: a
     ``custom_jvp`` inside ``jit`` must not capture the outer trace's values. The
     optimality condition does not depend on it, so its derivative is zero.
+    A solver with the ``implicit_root`` hook (`jaxsolve.core.adjoint`) is run on
+    constant inputs and differentiated at its final state instead.
     """
+    if solver_attr(solver, "implicit_root") is not None:
+        sg = jax.lax.stop_gradient
+        return implicit_solution(solver, args, run(sg(solver), sg(x0), sg(args), extra), adjoint)
 
     def optimality(x, solver, args, extra):
         return solver.optimality(x, args)

@@ -49,6 +49,8 @@ and :math:`\bar h` goes to ``u``/``ub`` on rows active at their upper bound, to
 
 from __future__ import annotations
 
+from functools import partial
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -59,7 +61,7 @@ __all__ = [
     "masked_cg",
     "polish",
     "refine",
-    "kkt_vjp",
+    "affine_projection",
     "cg_budget",
     "gram_for",
     "accurate_residual",
@@ -81,7 +83,7 @@ def _rows(factors: Factors, bounds: bool, dtype):
 
 
 def _active(factors: Factors, bounds: bool, dtype, act):
-    """Set-up shared by :func:`polish`, :func:`refine` and :func:`kkt_vjp`: the null-space
+    """Set-up shared by :func:`polish`, :func:`refine` and :func:`affine_projection`: the null-space
     basis ``Z``, ``C``, the rows in use ``(rz, g)``, ``act`` restricted to those rows and
     the mask ``mu`` of the active ones."""
     rz, g = _rows(factors, bounds, dtype)
@@ -339,29 +341,58 @@ def refine(factors: Factors, bounds: bool, x, b, lo, hi, act, tol, maxiter):
     return x - ((mu * lam) @ rz) @ Z.T
 
 
-def kkt_vjp(factors: Factors, bounds: bool, act, xbar, tol, maxiter):
-    r"""Cotangents ``(ybar, bbar, lobar, hibar)`` of the projection at the active set ``act``.
+def _affine_tangent(factors: Factors, bounds: bool, act, dy, db, dlo, dhi, tol, maxiter):
+    r"""Tangent of the projection onto :math:`\{Ax = b,\ R_\mu x = h_\mu\}` (one example).
 
-    The module docstring's formulas; ``tol`` is the relative tolerance of the CG solve
-    (:math:`\|\text{res}\|_\infty \le` ``tol`` :math:`\|\text{rhs}\|_\infty` per lane),
-    ``maxiter`` its budget. ``lobar``/``hibar`` are lifted, ``(B, n + m)``.
+    With the masked Gram system of :func:`polish`,
+    :math:`\dot x = \dot x_A - P_A R^\top \mathrm{diag}(g)\,\mu\dot\lambda_g`,
+    :math:`(\mu G\mu + I - \mu)\,\dot\lambda_g = \mu g (R\dot x_A - \dot h)`,
+    :math:`\dot x_A = P_A\dot y + A^{+}\dot b`; the solve is a ``custom_linear_solve``
+    (batched CG, relative tolerance ``tol``, budget ``maxiter``), so JAX transposes it:
+    its transpose is the module docstring's backward, one CG solve per cotangent.
     """
-    dtype = xbar.dtype
-    n = factors.n
+    dtype = dy.dtype
     Z, C, rz, g, act_r, mu = _active(factors, bounds, dtype, act)
-    u = _proj_a(xbar, Z)
-    rho = mu * _apply_r(u, C, bounds) * g
-    thr = tol * jnp.max(jnp.abs(rho), -1, initial=0.0)
+    dh = jnp.where(act_r > 0, _in_use(factors, bounds, dhi), 0)
+    dh = jnp.where(act_r < 0, _in_use(factors, bounds, dlo), dh)
+    dh = jnp.where(mu > 0, dh, 0)
+    dxa = _proj_a(dy, Z)
+    if factors.p:
+        dxa = dxa + db @ factors.apinv_t.astype(dtype)
+    rhs = mu * (_apply_r(dxa, C, bounds) - dh) * g
     gram = gram_for(factors, bounds, dtype)
-    lam_g, _ = masked_cg(rz, mu, rho, jnp.zeros_like(rho), jnp.ones_like(g), thr, maxiter, gram)
-    lam = mu * lam_g * g
-    v = xbar - _apply_rt(lam, C, n, bounds)
-    ybar = _proj_a(v, Z)
-    bbar = v @ factors.apinv_t.astype(dtype).T
-    lobar = jnp.where(act_r < 0, lam, 0)
-    hibar = jnp.where(act_r > 0, lam, 0)
-    if not bounds:
-        pad = jnp.zeros(xbar.shape[:-1] + (n,), dtype)
-        lobar = jnp.concatenate([pad, lobar], -1)
-        hibar = jnp.concatenate([pad, hibar], -1)
-    return ybar, bbar, lobar, hibar
+
+    def matvec(v):
+        if gram is not None:
+            return mu * ((mu * v) @ gram) + (1 - mu) * v
+        return mu * (((mu * v) @ rz) @ rz.T) + (1 - mu) * v
+
+    def cg(_, r):
+        thr = tol * jnp.max(jnp.abs(r), initial=0.0)
+        one = lambda v: v[None]  # noqa: E731 - masked_cg is batched
+        lam, _ = masked_cg(rz, one(mu), one(r), jnp.zeros_like(one(r)), 1.0, thr, maxiter, gram)
+        return lam[0]
+
+    lam = jax.lax.custom_linear_solve(matvec, rhs, cg, symmetric=True)
+    return dxa - ((mu * lam) @ rz) @ Z.T
+
+
+@partial(jax.custom_jvp, nondiff_argnums=(0, 1))
+def affine_projection(bounds: bool, maxiter: int, factors: Factors, act, x, y, b, lo, hi, tol):
+    r"""The projection ``x`` of ``y`` at the active set ``act`` (one example), differentiable.
+
+    The value is the known ``x`` (the solve's answer: it is the projection of ``y``
+    onto the affine set of the active rows, to ``tol``); the derivatives in
+    ``y, b, lo, hi`` are those of that affine projection (:func:`_affine_tangent`),
+    none flow to ``factors``, ``act``, ``x`` or ``tol``. It is the map whose fixed
+    point the Pinet solver's implicit rule differentiates
+    (:meth:`jaxsolve.layers.pinet.PinetProjection.optimality`).
+    """
+    return x
+
+
+@affine_projection.defjvp
+def _affine_projection_jvp(bounds, maxiter, primals, tangents):
+    factors, act, x, y, b, lo, hi, tol = primals
+    _, _, _, dy, db, dlo, dhi, _ = tangents
+    return x, _affine_tangent(factors, bounds, act, dy, db, dlo, dhi, tol, maxiter)

@@ -45,6 +45,7 @@ Inconsistent ``Ax = b`` (rank-deficient ``A``) is caught at ``init``.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, NamedTuple
 
 import equinox as eqx
@@ -54,6 +55,7 @@ import numpy as np
 
 from jaxsolve.core import Status
 from jaxsolve.core.protocol import AbstractSolver, hyper
+from jaxsolve.layers.active import affine_projection
 from jaxsolve.layers.polytope import Factors
 from jaxsolve.projections import box
 
@@ -93,7 +95,9 @@ class State(NamedTuple):
     ``x`` is the current projection estimate :math:`D_x z_x` (original units); ``s``
     the governing sequence (scaled, lifted; pass it back as a warm start); ``q`` the
     affine offset; ``ps`` and ``delta`` the last :math:`P s` and :math:`t - z`
-    (for the infeasibility certificate).
+    (for the infeasibility certificate); ``act`` the active set of the last step
+    (int8 per lifted row: +1 / -1 where the box clipped the prox at its upper /
+    lower bound, 0 elsewhere; the implicit rule differentiates at it).
     """
 
     x: jax.Array
@@ -104,6 +108,7 @@ class State(NamedTuple):
     q: jax.Array
     ps: jax.Array
     delta: jax.Array
+    act: jax.Array
 
 
 class Info(NamedTuple):
@@ -121,8 +126,14 @@ def dr_map(s, q, y, lo_s, hi_s, factors: Factors, sigma, omega):
     r"""One Douglas-Rachford step :math:`s \mapsto s + \omega(t - z)`; returns ``(ps, z, t, s_new)``.
 
     This is the fixed-point map :math:`T(s; y, b, l, u, lb, ub)` whose fixed point the
-    implicit backward of :func:`jaxsolve.layers.project` differentiates.
+    implicit backward of :func:`jaxsolve.layers.project` differentiates with
+    ``backward="bicgstab"``, ``"gmres"`` or ``"fixed_point"``.
     """
+    return _dr(s, q, y, lo_s, hi_s, factors, sigma, omega)[:4]
+
+
+def _dr(s, q, y, lo_s, hi_s, factors: Factors, sigma, omega):
+    """:func:`dr_map` and the active set of the step (where the box clips the prox)."""
     n = factors.n
     d = factors.d_c.astype(s.dtype)
     dx = d[:n]
@@ -130,8 +141,10 @@ def dr_map(s, q, y, lo_s, hi_s, factors: Factors, sigma, omega):
     z = ps + q
     r = 2 * z - s
     tx = (sigma * dx * y + r[:n]) / (1 + sigma * dx * dx)
-    t = box(jnp.concatenate([tx, r[n:]]), lo_s, hi_s)
-    return ps, z, t, s + omega * (t - z)
+    v = jnp.concatenate([tx, r[n:]])
+    t = box(v, lo_s, hi_s)
+    act = jnp.where(v > hi_s, 1, jnp.where(v < lo_s, -1, 0)).astype(jnp.int8)
+    return ps, z, t, s + omega * (t - z), act
 
 
 def auto_sigma(factors) -> jax.Array:
@@ -162,14 +175,23 @@ def _infeasible_tol(infeasible_tol, like):
 class PinetProjection(AbstractSolver):
     """Douglas-Rachford projection (see :func:`pinet_projection`, which builds it).
 
-    ``sigma`` (None: :func:`auto_sigma`), ``omega`` and ``infeasible_tol`` are traced
-    hyperparameters; ``start`` is structural.
+    ``sigma`` (None: :func:`auto_sigma`), ``omega``, ``infeasible_tol`` and
+    ``backward_tol`` (the implicit rule's linear solve; None: 1e-10 in float64, 1e-6
+    below) are traced hyperparameters; ``start``, ``backward`` (the implicit rule's
+    form: ``"kkt"``, ``"bicgstab"``, ``"gmres"`` or ``"fixed_point"``, see
+    :func:`jaxsolve.layers.project`), ``backward_steps`` (its iteration budget) and
+    ``bounds`` (the box rows ``lb <= x <= ub`` are constraints, as opposed to all
+    infinite) are structural.
     """
 
     sigma: Any = None
     omega: Any = 1.7
     infeasible_tol: Any = 1e-6
+    backward_tol: Any = None
     start: str = eqx.field(static=True, default="point")
+    backward: str = eqx.field(static=True, default="kkt")
+    backward_steps: int = eqx.field(static=True, default=200)
+    bounds: bool = eqx.field(static=True, default=True)
 
     def init(self, x0, args: ProjectionArgs) -> State:
         f = args.factors
@@ -196,7 +218,8 @@ class PinetProjection(AbstractSolver):
         error = jnp.where(finite, big, jnp.asarray(jnp.nan, dtype))
         x = d[:n] * s0[:n]
         zeros = jnp.zeros_like(s0)
-        return State(x, jnp.int32(0), error, status.astype(jnp.int32), s0, q, zeros, zeros)
+        act = jnp.zeros(s0.shape, jnp.int8)
+        return State(x, jnp.int32(0), error, status.astype(jnp.int32), s0, q, zeros, zeros, act)
 
     def step(self, state: State, args: ProjectionArgs) -> tuple[State, Info]:
         f = args.factors
@@ -206,7 +229,7 @@ class PinetProjection(AbstractSolver):
         d = f.d_c.astype(dtype)
         lo_s, hi_s = _scaled_bounds(args, dtype)
         y = args.y.astype(dtype)
-        ps, z, t, s_new = dr_map(state.s, state.q, y, lo_s, hi_s, f, sigma, omega)
+        ps, z, t, s_new, act = _dr(state.s, state.q, y, lo_s, hi_s, f, sigma, omega)
         delta = t - z
         error = jnp.max(jnp.abs(d * delta)) / jnp.maximum(1, jnp.max(jnp.abs(d * z)))
         x = d[: f.n] * z[: f.n]
@@ -229,8 +252,95 @@ class PinetProjection(AbstractSolver):
         scale = 1 + jnp.max(jnp.abs(state.q))
         certified = (state.iter_num > 0) & (vmax > 0) & (gap > itol * scale)
         status = jnp.where(certified, jnp.int32(Status.INFEASIBLE), state.status)
-        new = State(x, state.iter_num + 1, error, status, s_new, state.q, ps, delta)
+        new = State(x, state.iter_num + 1, error, status, s_new, state.q, ps, delta, act)
         return new, Info(gap)
+
+    # --- implicit differentiation (jaxsolve.core.adjoint's implicit_root hook) ---------
+
+    def implicit_root(self, state: State, args: ProjectionArgs):
+        """``backward="kkt"``: the projection ``x``; otherwise the governing sequence
+        ``s``, with ``x = D_x[P s + W b]_x`` (its value kept: the returned ``x``)."""
+        if self.backward == "kkt":
+            return state.x, lambda x: state._replace(x=x)
+        f = args.factors
+
+        def restore(s):
+            d = f.d_c.astype(s.dtype)
+            x = d[: f.n] * (f.proj_null(s) + f.offset(args.b.astype(s.dtype)))[: f.n]
+            return state._replace(s=s, x=state.x + (x - jax.lax.stop_gradient(x)))
+
+        return state.s, restore
+
+    def optimality(self, z, args: ProjectionArgs, state: State):
+        r"""Zero at the projection.
+
+        ``backward="kkt"``: :math:`x - \Pi(y, b, h)`, :math:`\Pi` the projection onto
+        the affine set of the rows active at the solution (``state.act``;
+        :func:`jaxsolve.layers.active.affine_projection`): its Jacobian in ``x`` is the
+        identity (``implicit_solve`` is the identity), and the derivative in the data is
+        one masked CG solve of the active-set KKT system. Otherwise Pinet's form, the
+        Douglas-Rachford fixed point :math:`T(s; y, b, l, u, lb, ub) - s`
+        (:func:`dr_map`), solved by BiCGSTAB, GMRES or fixed-point sweeps.
+        """
+        f = args.factors
+        dtype = z.dtype
+        if self.backward == "kkt":
+            tol = 1e-10 if dtype == jnp.float64 else 1e-6
+            tol = hyper(tol if self.backward_tol is None else self.backward_tol, z)
+            return z - affine_projection(
+                self.bounds,
+                self.backward_steps,
+                f,
+                state.act,
+                state.x,
+                args.y.astype(dtype),
+                args.b.astype(dtype),
+                args.lo.astype(dtype),
+                args.hi.astype(dtype),
+                tol,
+            )
+        sigma, omega = _sigma(self.sigma, f, z), hyper(self.omega, z)
+        lo_s, hi_s = _scaled_bounds(args, dtype)
+        q = f.offset(args.b.astype(dtype))
+        return dr_map(z, q, args.y.astype(dtype), lo_s, hi_s, f, sigma, omega)[3] - z
+
+    @property
+    def implicit_solve(self):
+        """The linear solver of :meth:`optimality`'s Jacobian (see there)."""
+        if self.backward == "kkt":
+            return _identity_solve
+        tol = 1e-10 if self.backward_tol is None else self.backward_tol
+        return _DRSolve(self.backward, self.backward_steps, tol)
+
+
+def _identity_solve(matvec, b):
+    """The solve of an identity Jacobian."""
+    return b
+
+
+@dataclasses.dataclass(frozen=True)
+class _DRSolve:
+    """Pinet's backward solvers for the Douglas-Rachford Jacobian ``J = dT/ds - I``:
+    BiCGSTAB (``tol`` relative, ``steps`` iterations), GMRES (restarts of at most 30)
+    or ``steps`` fixed-point sweeps ``v <- dT/ds v - b`` (Pinet's ``fpi``)."""
+
+    method: str
+    steps: int
+    tol: Any
+
+    def __call__(self, matvec, b):
+        if self.method == "fixed_point":
+            return jax.lax.fori_loop(0, self.steps, lambda _, v: matvec(v) + v - b, -b)
+        tol = jnp.asarray(self.tol, b.dtype)
+        if self.method == "gmres":
+            restart = int(min(b.shape[-1], 30))
+            maxiter = max(1, self.steps // restart)
+            out, _ = jax.scipy.sparse.linalg.gmres(
+                matvec, b, tol=tol, atol=0.0, restart=restart, maxiter=maxiter
+            )
+            return out
+        out, _ = jax.scipy.sparse.linalg.bicgstab(matvec, b, tol=tol, atol=0.0, maxiter=self.steps)
+        return out
 
 
 def pinet_projection(

@@ -1,4 +1,4 @@
-r"""``project``: batched Pinet projection with an implicit (``jax.custom_vjp``) backward.
+r"""``project``: batched Pinet projection, differentiated implicitly by the driver's adjoint.
 
 Forward: Pinet's Douglas-Rachford iteration (:mod:`jaxsolve.layers.pinet`) run on the
 whole batch at once, as matrix-matrix products with the factors shared by every
@@ -13,12 +13,17 @@ so a batched call returns, lane for lane, what single calls return. On the DC3
 problems the active set is right after 30-50 steps, where the iterates alone would
 need 60-75 to reach 1e-5.
 
-Backward (implicit function theorem, Pinet, arXiv 2508.10480, section 3.2, extended
-to the constraint data :math:`\theta = (y, b, l, u, lb, ub)`):
+Derivatives (implicit function theorem, Pinet, arXiv 2508.10480, section 3.2, extended
+to the constraint data :math:`\theta = (y, b, l, u, lb, ub)`): the forward runs on
+constant inputs and :func:`jaxsolve.core.adjoint.implicit_solution` differentiates the
+Pinet solver's optimality condition at each lane's end
+(:meth:`~jaxsolve.layers.pinet.PinetProjection.optimality`), so ``jax.grad`` and
+``jax.jvp`` both work; ``backward`` picks the condition:
 
 * ``backward="kkt"`` (default): at the active set of the returned point, the KKT
   system of the projection, reduced to one masked Gram system shared with the polish
-  and solved by batched CG (:func:`jaxsolve.layers.active.kkt_vjp`). Its size is the
+  and solved by batched CG (:func:`jaxsolve.layers.active.affine_projection`: the
+  condition is :math:`x = \Pi(y, b, h)` at that active set). Its size is the
   number of inequality (and bound) rows, and it needs no iteration count tuned to the
   forward.
 * ``"bicgstab"``, ``"gmres"``, ``"fixed_point"``: Pinet's form, at the fixed point
@@ -39,6 +44,7 @@ Unlike the ``pinet-hcnn`` package, cotangents reach ``b, l, u, lb, ub`` as well 
 
 from __future__ import annotations
 
+import dataclasses
 from functools import partial
 from typing import NamedTuple
 
@@ -46,17 +52,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsolve.core import Status, solve
+from jaxsolve.core import Solution, Status, solve
+from jaxsolve.core.adjoint import implicit_solution
 from jaxsolve.core.protocol import hyper
 from jaxsolve.core.validation import check_floating, is_concrete
-from jaxsolve.layers.active import cg_budget, gram_for, kkt_vjp, polish, refine
+from jaxsolve.layers.active import cg_budget, gram_for, polish, refine
 from jaxsolve.layers.pinet import (
     PinetProjection,
     ProjectionArgs,
+    State,
     _infeasible_tol,
     _sigma,
     auto_sigma,
-    dr_map,
 )
 from jaxsolve.layers.polytope import Polytope
 
@@ -92,6 +99,8 @@ class _Config(NamedTuple):
     polish: bool = True
     bounds: bool = True
     refine: bool = False
+    # the Douglas-Rachford backward solvers' tolerance (a static part of their solve)
+    dr_tol: float | None = None
 
 
 def default_project_tol(dtype) -> float:
@@ -108,24 +117,10 @@ def default_project_tol(dtype) -> float:
     return 1e-2
 
 
-def _solver(cfg: _Config, hp) -> PinetProjection:
-    return PinetProjection(hp["sigma"], hp["omega"], hp["infeasible_tol"], start=cfg.start)
-
-
-def _hyper(hp, dtype, factors):
-    """``(sigma, omega, infeasible_tol)`` of the projection solver in ``dtype``."""
-    return (
-        _sigma(hp["sigma"], factors, dtype),
-        hyper(hp["omega"], dtype),
-        _infeasible_tol(hp["infeasible_tol"], dtype),
-    )
-
-
-def _run(cfg: _Config, y, b, lo, hi, x0, factors, hp):
-    solver = _solver(cfg, hp)
+def _run(cfg: _Config, y, b, lo, hi, x0, factors, solver: PinetProjection, tol):
     args = ProjectionArgs(factors, y, b, lo, hi)
     loop = "fixed" if cfg.backward == "unroll" else "while"
-    sol = solve(solver, x0, args, tol=hp["tol"], max_steps=cfg.steps, loop=loop)
+    sol = solve(solver, x0, args, tol=tol, max_steps=cfg.steps, loop=loop)
     return sol.x, sol.state.s, sol.status, sol.num_steps, sol.error
 
 
@@ -174,7 +169,7 @@ def _compaction_sizes(batch: int) -> list[int]:
     return sizes
 
 
-def _forward(cfg: _Config, y, b, lo, hi, s0, factors, hp) -> _Out:
+def _forward(cfg: _Config, y, b, lo, hi, s0, factors, solver: PinetProjection, tol) -> _Out:
     """Batched Douglas-Rachford with checks and polish (module docstring); leading axis = batch.
 
     The loop runs on the whole batch until at most 1/8 of the lanes are still running;
@@ -187,8 +182,9 @@ def _forward(cfg: _Config, y, b, lo, hi, s0, factors, hp) -> _Out:
     dtype = y.dtype
     d = f.d_c.astype(dtype)
     dx = d[:n]
-    sigma, omega, itol = _hyper(hp, dtype, f)
-    tol = hp["tol"].astype(dtype)
+    sigma, omega = _sigma(solver.sigma, f, dtype), hyper(solver.omega, dtype)
+    itol = _infeasible_tol(solver.infeasible_tol, dtype)
+    tol = hyper(tol, dtype)
     q = f.offset(b)
     if cfg.start == "point":
         s = jnp.concatenate([s0 / dx, (s0 @ f.C.astype(dtype).T) / d[n:]], axis=-1)
@@ -366,77 +362,26 @@ def _forward(cfg: _Config, y, b, lo, hi, s0, factors, hp) -> _Out:
     return _Out(x, carry.s_out, carry.st_out, carry.k_out, carry.e_out, carry.act_out)
 
 
-@partial(jax.custom_vjp, nondiff_argnums=(0,))
-def _project_implicit(cfg, y, b, lo, hi, s0, factors, hp):
-    return _forward(cfg, y, b, lo, hi, s0, factors, hp)
-
-
-def _fwd(cfg, y, b, lo, hi, s0, factors, hp):
-    out = _forward(cfg, y, b, lo, hi, s0, factors, hp)
-    return out, (out.s, out.act, y, b, lo, hi, s0, factors, hp)
-
-
-def _dr_vjp_one(cfg, s, y, b, lo, hi, factors, hp, xbar):
-    """Pinet's backward for one example: the linear system of the Douglas-Rachford map."""
-    dtype = s.dtype
-    n, m = factors.n, factors.m
-    d = factors.d_c.astype(dtype)
-    sigma, omega, _ = _hyper(hp, dtype, factors)
-
-    def T(s_, y_, b_, lo_, hi_):
-        q = factors.offset(b_)
-        return dr_map(s_, q, y_, lo_ / d, hi_ / d, factors, sigma, omega)[3]
-
-    zbar = jnp.concatenate([d[:n] * xbar, jnp.zeros((m,), dtype)])
-    sbar = factors.proj_null(zbar)
-    _, vjp_fun = jax.vjp(T, s, y, b, lo, hi)
-    vjp_s = lambda v: vjp_fun(v)[0]
-    btol = hp["backward_tol"].astype(dtype)
-    if cfg.backward == "fixed_point":
-        xi = jax.lax.fori_loop(0, cfg.backward_steps, lambda _, v: vjp_s(v) + sbar, sbar)
-    else:
-        matvec = lambda v: v - vjp_s(v)
-        if cfg.backward == "gmres":
-            restart = int(min(n + m, 30))
-            xi, _ = jax.scipy.sparse.linalg.gmres(
-                matvec,
-                sbar,
-                tol=btol,
-                atol=0.0,
-                restart=restart,
-                maxiter=max(1, cfg.backward_steps // restart),
-            )
-        else:
-            xi, _ = jax.scipy.sparse.linalg.bicgstab(
-                matvec, sbar, tol=btol, atol=0.0, maxiter=cfg.backward_steps
-            )
-    _, ybar, bbar, lobar, hibar = vjp_fun(xi)
-    if factors.p:
-        bbar = bbar + zbar @ factors.w_b.astype(dtype)
-    return ybar, bbar, lobar, hibar
-
-
-def _bwd(cfg, res, cts):
-    s, act, y, b, lo, hi, s0, factors, hp = res
-    xbar = cts[0]
-    if cfg.backward == "kkt":
-        btol = hp["backward_tol"].astype(xbar.dtype)
-        ybar, bbar, lobar, hibar = kkt_vjp(factors, cfg.bounds, act, xbar, btol, cfg.backward_steps)
-    else:
-        one = lambda *a: _dr_vjp_one(cfg, *a[:5], factors, hp, a[5])
-        ybar, bbar, lobar, hibar = jax.vmap(one)(s, y, b, lo, hi, xbar)
-    zeros = lambda t: jax.tree.map(jnp.zeros_like, t)
-    return ybar, bbar, lobar, hibar, zeros(s0), zeros(factors), zeros(hp)
-
-
-_project_implicit.defvjp(_fwd, _bwd)
+def _implicit(out: _Out, y, b, lo, hi, factors, solver: PinetProjection) -> jax.Array:
+    """``out.x`` with the implicit derivatives of the Pinet solver's optimality
+    condition at each lane's end (:meth:`PinetProjection.optimality`), by the driver's
+    adjoint (:func:`jaxsolve.core.adjoint.implicit_solution`), lane by lane."""
+    q = jax.vmap(factors.offset)(jax.lax.stop_gradient(b))
+    zeros = jnp.zeros_like(out.s)
+    state = State(out.x, out.steps, out.error, out.status, out.s, q, zeros, zeros, out.act)
+    sol = Solution(out.x, state, out.status, out.steps, out.error, None, None)
+    args = ProjectionArgs(factors, y, b, lo, hi)
+    axes = ProjectionArgs(None, 0, 0, 0, 0)
+    return implicit_solution(solver, args, sol, batch_axes=axes).x
 
 
 @partial(jax.jit, static_argnums=(0, 1))
-def _compute(cfg: _Config, batch: tuple, leaves: dict, factors, hp: dict):
+def _compute(cfg: _Config, batch: tuple, leaves: dict, factors, solver: PinetProjection, tol):
     """The traced part of :func:`project`, compiled once per configuration and shapes
     (so eager calls with the same shapes reuse it; inside a user's ``jit`` it is inlined)."""
     size = int(np.prod(batch)) if batch else 1
+    if cfg.dr_tol is not None:
+        solver = dataclasses.replace(solver, backward_tol=cfg.dr_tol)
     if cfg.backward == "unroll":
         flat, axes = {}, {}
         for k, v in leaves.items():
@@ -449,7 +394,7 @@ def _compute(cfg: _Config, batch: tuple, leaves: dict, factors, hp: dict):
         x0_axis = axes.get("warm", axes["y"])
 
         def one(y_, b_, lo_, hi_, x0_):
-            return _run(cfg, y_, b_, lo_, hi_, x0_, factors, hp)
+            return _run(cfg, y_, b_, lo_, hi_, x0_, factors, solver, tol)
 
         if batch:
             in_axes = (axes["y"], axes["b"], axes["lo"], axes["hi"], x0_axis)
@@ -464,8 +409,11 @@ def _compute(cfg: _Config, batch: tuple, leaves: dict, factors, hp: dict):
             for k, v in leaves.items()
         }
         x0 = flat.get("warm", flat["y"])
-        out = _project_implicit(cfg, flat["y"], flat["b"], flat["lo"], flat["hi"], x0, factors, hp)
-        x, s, status, k, err = out.x, out.s, out.status, out.steps, out.error
+        data = (flat["y"], flat["b"], flat["lo"], flat["hi"])
+        # the forward on constant inputs; the derivatives are the implicit rule's
+        out = _forward(cfg, *jax.lax.stop_gradient((*data, x0, factors, solver, tol)))
+        x = _implicit(out, *data, factors, solver)
+        s, status, k, err = out.s, out.status, out.steps, out.error
     unflat = lambda a: a.reshape(batch + a.shape[1:]) if batch else a[0]
     if cfg.backward != "unroll" or batch:
         x, s, status, k, err = map(unflat, (x, s, status, k, err))
@@ -530,8 +478,8 @@ def project(
     own leading batch shapes; all broadcast together. The factorization of ``A``/``C``
     is computed once (pass ``polytope.factorize()`` to reuse it across calls).
 
-    Differentiation: reverse mode through ``jax.custom_vjp`` by the implicit function
-    theorem (module docstring), giving cotangents for ``y``, ``b``, ``l``, ``u``,
+    Differentiation: reverse and forward mode by the implicit function theorem, the
+    driver's adjoint (module docstring), giving cotangents for ``y``, ``b``, ``l``, ``u``,
     ``lb``, ``ub``; ``backward="unroll"`` instead runs exactly ``steps`` steps of the
     per-example solver in a ``lax.scan`` and backpropagates through them (forward mode
     works too).
@@ -624,13 +572,17 @@ def project(
         tol = default_project_tol(dtype)
     if backward_tol is None:
         backward_tol = 1e-10 if dtype == jnp.float64 else 1e-6
-    hp = {
-        "sigma": None if sigma is None else jnp.asarray(sigma, dtype),
-        "omega": jnp.asarray(omega, dtype),
-        "infeasible_tol": jnp.asarray(infeasible_tol, dtype),
-        "tol": jnp.asarray(tol, dtype),
-        "backward_tol": jnp.asarray(backward_tol, dtype),
-    }
+    dr = backward not in ("kkt", "unroll")
+    solver = PinetProjection(
+        None if sigma is None else jnp.asarray(sigma, dtype),
+        jnp.asarray(omega, dtype),
+        jnp.asarray(infeasible_tol, dtype),
+        None if dr else jnp.asarray(backward_tol, dtype),  # dr: cfg.dr_tol
+        start="point" if warm is None else "governing",
+        backward="kkt" if backward == "unroll" else backward,
+        backward_steps=int(backward_steps),
+        bounds=polytope.lb is not None or polytope.ub is not None,
+    )
     cfg = _Config(
         int(steps),
         "point" if warm is None else "governing",
@@ -640,6 +592,7 @@ def project(
         polish,
         polytope.lb is not None or polytope.ub is not None,
         bool(refine) if refine is not None else bool(polish and dtype != jnp.float64),
+        float(backward_tol) if dr else None,
     )
 
     leaves = {"y": y, "b": b, "lo": lo, "hi": hi}
@@ -653,7 +606,7 @@ def project(
             f"batch shapes of y and the polytope data do not broadcast: {shapes}"
         ) from None
 
-    x, s, status, k, err = _compute(cfg, batch, leaves, factors, hp)
+    x, s, status, k, err = _compute(cfg, batch, leaves, factors, solver, jnp.asarray(tol, dtype))
     if return_info:
         return x, ProjectionInfo(status, k, err, jax.lax.stop_gradient(s))
     return x

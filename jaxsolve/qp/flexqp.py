@@ -12,11 +12,13 @@ choices here are derived from first principles and documented on :func:`flexqp`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+from jax.flatten_util import ravel_pytree
 from jax.scipy.linalg import cho_solve, solve_triangular
 
 from jaxsolve.core import Status
@@ -24,7 +26,7 @@ from jaxsolve.core.protocol import AbstractSolver, hyper
 from jaxsolve.qp.certify import RADIUS_FACTOR, exclusion_radius
 from jaxsolve.qp.problem import QP, _dist
 
-__all__ = ["flexqp", "FlexQP", "FlexQPState", "FlexQPInfo", "WarmStart"]
+__all__ = ["flexqp", "FlexQP", "FlexQPState", "FlexQPInfo", "WarmStart", "kkt_residual"]
 
 _RHO_MIN, _RHO_MAX = 1e-6, 1e6
 _EQ_WEIGHT = 1e3  # OSQP: equality rows get 1e3 * rho
@@ -898,6 +900,36 @@ def _finalize(solver: FlexQP, state: FlexQPState, qp: QP, converged) -> FlexQPSt
     return _at(state, xs, zs, ys, error, res.kkt, status=status, viol=qp.violation(x))
 
 
+def kkt_residual(xy, qp: QP, mu):
+    r"""KKT map of the elastic QP whose zero is the solution ``(x, y)``.
+
+    .. math::
+        F(x, y) = \begin{pmatrix} P x + q + A^\top y \\
+        A x - \operatorname{prox}_{\mu\,\mathrm{dist}(\cdot, [l, u])}(A x + y) \end{pmatrix}
+
+    The second block is the usual ``A x - proj_[l,u](A x + y)`` on rows whose
+    multiplier is below ``mu`` and ``mu - |y|`` (fixed multiplier) on violated rows, so
+    its Jacobian is the active-set KKT matrix of the relaxed problem (used for implicit
+    differentiation, Amos & Kolter 2017 style, on the elastic problem).
+    """
+    x, y = xy
+    P, q, A, l, u = qp
+    Ax = A @ x
+    return P @ x + q + A.T @ y, Ax - _prox(Ax + y, l, u, mu)
+
+
+def kkt_lstsq(matvec, b):
+    """Dense least-squares solve of the KKT system (FlexQP's ``implicit_solve``).
+
+    The active-set KKT matrix is singular when active rows are dependent (duplicated
+    rows, degenerate vertices); least squares gives the minimum-norm derivative there
+    instead of NaN.
+    """
+    flat_b, unravel = ravel_pytree(b)
+    J = jax.jacfwd(lambda v: ravel_pytree(matvec(unravel(v)))[0])(flat_b)
+    return unravel(jnp.linalg.lstsq(J, flat_b)[0])
+
+
 class _Hyper(NamedTuple):
     """FlexQP's numeric hyperparameters in one dtype (:meth:`FlexQP.hyper`)."""
 
@@ -946,6 +978,7 @@ class FlexQP(AbstractSolver):
     rho_every: int = eqx.field(static=True, default=3)
     polish_every: int = eqx.field(static=True, default=0)
     kkt_inverse: bool = eqx.field(static=True, default=False)
+    implicit_solve: Callable = eqx.field(static=True, default=kkt_lstsq)
 
     def hyper(self, like) -> _Hyper:
         """The numeric hyperparameters in the floating dtype of ``like``."""
@@ -972,6 +1005,23 @@ class FlexQP(AbstractSolver):
 
     def finalize(self, state: FlexQPState, args: QP, converged) -> FlexQPState:
         return _finalize(self, state, args, converged)
+
+    # --- implicit differentiation (jaxsolve.core.adjoint's implicit_root hook) ---------
+
+    def implicit_root(self, state: FlexQPState, args: QP):
+        """The primal-dual pair ``z = (x, y)`` as one vector; ``restore`` puts it back."""
+        n = state.x.shape[-1]
+        z = jnp.concatenate([state.x, state.y])
+        return z, lambda z: state._replace(x=z[:n], y=z[n:])
+
+    def optimality(self, z, args: QP, state: FlexQPState):
+        r"""The KKT map of the elastic QP (:func:`kkt_residual`) at the final elastic
+        weight ``state.mu``: zero at the solution; its Jacobian is the active-set KKT
+        matrix of the relaxed problem (violated rows enter with their fixed multiplier
+        ``+-mu``), solved by least squares (:func:`kkt_lstsq`)."""
+        n = state.x.shape[-1]
+        rx, ry = kkt_residual((z[:n], z[n:]), args, state.mu)
+        return jnp.concatenate([rx, ry])
 
     # --- hooks of lockstep batches (jaxsolve.qp.lockstep) -----------------------------
 

@@ -14,12 +14,11 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.flatten_util import ravel_pytree
 
 from jaxsolve.core import Solution, solve, solve_batch
-from jaxsolve.core.implicit import linear_solve
+from jaxsolve.core.adjoint import implicit_solution
 from jaxsolve.core.validation import check_floating, is_concrete
-from jaxsolve.qp.flexqp import FlexQPState, WarmStart, _prox, flexqp
+from jaxsolve.qp.flexqp import FlexQPState, WarmStart, flexqp, kkt_residual
 from jaxsolve.qp.lockstep import solve_lockstep
 from jaxsolve.qp.problem import QP, validate_qp
 
@@ -44,7 +43,7 @@ _BATCH_SCALING = 5
 # a lockstep batch's last lanes, which run one at a time with real branches.
 _SINGLE_POLISH_EVERY = 5
 
-__all__ = ["solve_qp", "kkt_residual", "warm_start_from"]
+__all__ = ["solve_qp", "kkt_residual", "warm_start_from"]  # kkt_residual: from flexqp
 
 
 def warm_start_from(previous) -> WarmStart:
@@ -58,100 +57,11 @@ def warm_start_from(previous) -> WarmStart:
     return WarmStart(state.x, state.y, state.z, state.rho, state.mu)
 
 
-def kkt_residual(xy, qp: QP, mu):
-    r"""KKT map of the elastic QP whose zero is the solution ``(x, y)``.
-
-    .. math::
-        F(x, y) = \begin{pmatrix} P x + q + A^\top y \\
-        A x - \operatorname{prox}_{\mu\,\mathrm{dist}(\cdot, [l, u])}(A x + y) \end{pmatrix}
-
-    The second block is the usual ``A x - proj_[l,u](A x + y)`` on rows whose
-    multiplier is below ``mu`` and ``mu - |y|`` (fixed multiplier) on violated rows, so
-    its Jacobian is the active-set KKT matrix of the relaxed problem (used for implicit
-    differentiation, Amos & Kolter 2017 style, on the elastic problem).
-    """
-    x, y = xy
-    P, q, A, l, u = qp
-    Ax = A @ x
-    return P @ x + q + A.T @ y, Ax - _prox(Ax + y, l, u, mu)
-
-
-def _lstsq(matvec, b):
-    # Dense least-squares solve: the active-set KKT matrix is singular when active
-    # rows are dependent (duplicated rows, degenerate vertices); lstsq gives the
-    # minimum-norm derivative there instead of NaN.
-    flat_b, unravel = ravel_pytree(b)
-    J = jax.jacfwd(lambda v: ravel_pytree(matvec(unravel(v)))[0])(flat_b)
-    return unravel(jnp.linalg.lstsq(J, flat_b)[0])
-
-
-def _zero_tangent(v):
-    if jnp.issubdtype(jnp.result_type(v), jnp.inexact):
-        return jnp.zeros_like(v)
-    return np.zeros(jnp.shape(v), dtype=jax.dtypes.float0)
-
-
-@partial(jax.custom_jvp, nondiff_argnums=(0, 1))
-def _solve_implicit(max_steps, history, solver, x0, qp, tol):
-    # ``solver`` is a primal argument, not a nondiff one: its hyperparameters are array
-    # leaves that may be tracers (inside jit/lax.map); their derivative is taken as zero.
-    return solve(solver, x0, qp, tol=tol, max_steps=max_steps, history=history)
-
-
-def _kkt_tangent(x, y, mu, qp, dqp):
-    """``(dx, dy)`` from the linearized KKT map of the elastic QP at ``(x, y)``."""
-    xy = jax.lax.stop_gradient((x, y))
-    mu = jax.lax.stop_gradient(mu)
-    _, rhs = jax.jvp(lambda p: kkt_residual(xy, p, mu), (qp,), (dqp,))
-    rhs = jax.tree.map(jnp.negative, rhs)
-
-    qp_c = jax.lax.stop_gradient(qp)  # the KKT matrix is a constant of the tangent map
-
-    # Solve on one flat vector: custom_linear_solve's transpose needs every block of
-    # the right-hand side to be linear in the tangents (a block can be a constant zero).
-    flat_rhs, unravel = ravel_pytree(rhs)
-
-    def matvec(v):
-        return ravel_pytree(jax.jvp(lambda z: kkt_residual(z, qp_c, mu), (xy,), (unravel(v),))[1])[
-            0
-        ]
-
-    return unravel(linear_solve(matvec, flat_rhs, method=_lstsq))
-
-
-def _with_tangent(sol, dx, dy):
-    tan = jax.tree.map(_zero_tangent, sol)
-    return tan._replace(x=dx, state=tan.state._replace(x=dx, y=dy))
-
-
-@_solve_implicit.defjvp
-def _solve_implicit_jvp(max_steps, history, primals, tangents):
-    solver, x0, qp, tol = primals
-    _, _, dqp, _ = tangents
-    sol = _solve_implicit(max_steps, history, solver, x0, qp, tol)
-    dx, dy = _kkt_tangent(sol.state.x, sol.state.y, sol.state.mu, qp, dqp)
-    return sol, _with_tangent(sol, dx, dy)
-
-
-@partial(jax.custom_jvp, nondiff_argnums=(0,))
-def _lockstep_implicit(opts, solver, tail_solver, x0, qp, tol):
-    return solve_lockstep(solver, tail_solver, x0, qp, tol, **dict(opts))
-
-
-@_lockstep_implicit.defjvp
-def _lockstep_implicit_jvp(opts, primals, tangents):
-    solver, tail_solver, x0, qp, tol = primals
-    dqp = tangents[3]
-    sol = _lockstep_implicit(opts, solver, tail_solver, x0, qp, tol)
-    dx, dy = jax.vmap(_kkt_tangent)(sol.state.x, sol.state.y, sol.state.mu, qp, dqp)
-    return sol, _with_tangent(sol, dx, dy)
-
-
 def _solve_one(solver, x0, qp, tol, max_steps, loop, implicit, history):
     if loop == "fixed":
         return solve(solver, x0, qp, tol=tol, max_steps=max_steps, loop="fixed")
-    if implicit:
-        return _solve_implicit(max_steps, history, solver, x0, qp, jnp.asarray(tol, qp.q.dtype))
+    # the driver differentiates FlexQP implicitly (FlexQP.optimality at the solution)
+    tol = jnp.asarray(tol, qp.q.dtype)
     return solve(solver, x0, qp, tol=tol, max_steps=max_steps, history=history)
 
 
@@ -212,9 +122,10 @@ def _vmappable_single(solver, x0, qp, tol, max_steps, implicit, batch_kw, histor
     chunks of at most 32 lanes, the batch path ``solve_qp`` takes for a batched QP on
     CPU, 0.4-0.55x the CPU time of one problem after another): the same statuses and
     answers at ``tol``. With ``history=True`` (or per-lane tolerances) the lanes run one
-    after another (``lax.map``) instead. Implicit derivatives stay exact: a
-    ``custom_jvp`` outside the ``custom_vmap`` differentiates the KKT conditions at the
-    solution.
+    after another (``lax.map``) instead. Implicit derivatives stay exact: the solve
+    runs on constant inputs and the driver's implicit rule
+    (:func:`jaxsolve.core.adjoint.implicit_solution`, :meth:`FlexQP.optimality`)
+    differentiates the KKT conditions at its end, outside the ``custom_vmap``.
     """
     tol_a = jnp.asarray(tol, qp.q.dtype)
 
@@ -253,19 +164,10 @@ def _vmappable_single(solver, x0, qp, tol, max_steps, implicit, batch_kw, histor
 
     if not implicit:
         return primal(x0, qp, tol_a)
-
-    @jax.custom_jvp
-    def with_kkt(x0, qp, tol_a):
-        return primal(x0, qp, tol_a)
-
-    @with_kkt.defjvp
-    def _jvp(primals, tangents):
-        x0, qp, tol_a = primals
-        sol = with_kkt(x0, qp, tol_a)
-        dx, dy = _kkt_tangent(sol.state.x, sol.state.y, sol.state.mu, qp, tangents[1])
-        return sol, _with_tangent(sol, dx, dy)
-
-    return with_kkt(x0, qp, tol_a)
+    # the solve on constant inputs, then the driver's implicit rule at its end
+    # (a jvp of the custom_vmap itself is never taken)
+    sg = jax.lax.stop_gradient
+    return implicit_solution(solver, qp, primal(sg(x0), sg(qp), tol_a))
 
 
 def solve_qp(
@@ -447,8 +349,10 @@ def solve_qp(
             ("tail", 8),
         )
         tol_a = jnp.asarray(tol, dtype)
-        if implicit:
-            sol = _lockstep_implicit(opts, lock, tail, x0, qp, tol_a)
+        if implicit:  # the batch on constant inputs, the implicit rule lane by lane
+            sg = jax.lax.stop_gradient
+            sol = solve_lockstep(lock, tail, sg(x0), sg(qp), tol_a, **dict(opts))
+            sol = implicit_solution(lock, qp, sol, batch_axes=0)
         else:
             sol = solve_lockstep(lock, tail, x0, qp, tol_a, **dict(opts))
     elif batched and batch == "map":
