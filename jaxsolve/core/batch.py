@@ -28,7 +28,7 @@ from jaxsolve.core.driver import Solution, _advance, _done, _final, default_tol,
 from jaxsolve.core.protocol import check_solver, pack
 from jaxsolve.core.validation import check_floating, is_concrete
 
-__all__ = ["solve_batch", "batch_mesh"]
+__all__ = ["solve_batch", "batch_mesh", "compact_widths", "run_compacted"]
 
 
 def batch_mesh(devices=None, axis_name: str = "batch") -> Mesh:
@@ -159,6 +159,48 @@ def _solve_compact(solver, x0, args, tol, args_axis, in_axes, max_steps, rounds,
             sub_k = place(k[idx])
             sub_args = args if args_axis is None else place(_take(args, idx))
     return _vfinal(solver, state, args, tol, k, args_axis)
+
+
+def compact_widths(width: int, shrink: int = _SHRINK, smallest: int = 64) -> list[int]:
+    """The batch widths of :func:`run_compacted`: ``width``, then ``1/shrink`` of the
+    previous one (rounded up) while the previous one is at least ``smallest``."""
+    sizes = [int(width)]
+    while sizes[-1] >= smallest:
+        sizes.append(_ceil_div(sizes[-1], shrink))
+    return sizes
+
+
+def run_compacted(phase, lanes, carry, shared, done, *, shrink: int = _SHRINK, smallest: int = 64):
+    """Straggler compaction inside one compiled program (``solve_batch(compact=)``
+    drives it from the host instead).
+
+    ``phase(lanes, carry, shared, max_live) -> (carry, shared)`` steps the whole batch
+    (``lanes``: per-lane data, ``carry``: per-lane state, both with the lane axis
+    first; ``shared``: anything lane-independent, such as a step counter) until at
+    most ``max_live`` lanes still run, and must leave finished lanes unchanged (frozen
+    lanes). ``done(carry) -> bool[width]`` says which lanes have finished. After a
+    phase the running lanes (and as many finished ones as fill the width) are gathered
+    into a batch of ``1/shrink`` the width (:func:`compact_widths`), so a few
+    stragglers cost a few lanes' work; the last width runs until every lane is done
+    (``max_live = 0``) and the results are scattered back. Each lane computes as it
+    would in the full batch, so the answer does not depend on the compaction.
+    Returns ``(carry, shared)``.
+    """
+    width = jax.tree.leaves(carry)[0].shape[0]
+    sizes = compact_widths(width, shrink, smallest)
+    stack = []
+    for level in range(len(sizes)):
+        last = level == len(sizes) - 1
+        carry, shared = phase(lanes, carry, shared, 0 if last else sizes[level + 1])
+        if not last:
+            # the running lanes first (stable order), then as many done ones as fit
+            idx = jnp.argsort(done(carry), stable=True)[: sizes[level + 1]]
+            stack.append((idx, carry))
+            lanes = jax.tree.map(lambda a, idx=idx: a[idx], lanes)
+            carry = jax.tree.map(lambda a, idx=idx: a[idx], carry)
+    for idx, outer in reversed(stack):
+        carry = jax.tree.map(lambda a, c, idx=idx: a.at[idx].set(c), outer, carry)
+    return carry, shared
 
 
 def solve_batch(

@@ -54,6 +54,7 @@ import numpy as np
 
 from jaxsolve.core import Solution, Status, solve
 from jaxsolve.core.adjoint import implicit_solution
+from jaxsolve.core.batch import run_compacted
 from jaxsolve.core.protocol import hyper
 from jaxsolve.core.validation import check_floating, is_concrete
 from jaxsolve.layers.active import cg_budget, gram_for, polish, refine
@@ -161,19 +162,12 @@ class _Carry(NamedTuple):
     lam: jax.Array  # CG warm start
 
 
-def _compaction_sizes(batch: int) -> list[int]:
-    """Batch sizes of the successive phases: the stragglers move to 1/8-size batches."""
-    sizes = [batch]
-    while sizes[-1] >= 64:
-        sizes.append(-(-sizes[-1] // 8))
-    return sizes
-
-
 def _forward(cfg: _Config, y, b, lo, hi, s0, factors, solver: PinetProjection, tol) -> _Out:
     """Batched Douglas-Rachford with checks and polish (module docstring); leading axis = batch.
 
     The loop runs on the whole batch until at most 1/8 of the lanes are still running;
-    those are then gathered into a batch of 1/8 the size (and so on), so that the
+    those are then gathered into a batch of 1/8 the size (and so on: the core's
+    straggler compaction, :func:`jaxsolve.core.batch.run_compacted`), so that the
     stragglers do not cost full-batch matrix products. Lanes compute independently and
     on the same check schedule, so the result does not depend on the batch.
     """
@@ -336,20 +330,12 @@ def _forward(cfg: _Config, y, b, lo, hi, s0, factors, solver: PinetProjection, t
 
         return jax.lax.while_loop(cond, body, (k, j, carry))
 
-    sizes = _compaction_sizes(batch)
-    k, j = jnp.int32(0), jnp.int32(0)
-    stack = []
-    for level in range(len(sizes)):
-        last = level == len(sizes) - 1
-        k, j, carry = phase(lanes, carry, k, j, 0 if last else sizes[level + 1])
-        if not last:
-            # the running lanes first (stable order), then as many done ones as fit
-            idx = jnp.argsort(carry.done, stable=True)[: sizes[level + 1]]
-            stack.append((idx, carry))
-            lanes = jax.tree.map(lambda a, idx=idx: a[idx], lanes)
-            carry = jax.tree.map(lambda a, idx=idx: a[idx], carry)
-    for idx, outer in reversed(stack):
-        carry = jax.tree.map(lambda a, c, idx=idx: a.at[idx].set(c), outer, carry)
+    def run_phase(lanes, carry, shared, max_live):
+        k, j, carry = phase(lanes, carry, *shared, max_live)
+        return carry, (k, j)
+
+    shared = (jnp.int32(0), jnp.int32(0))
+    carry, _ = run_compacted(run_phase, lanes, carry, shared, lambda c: c.done)
     x = carry.x_out
     if cfg.refine:
         x_ref = refine(f, cfg.bounds, x, b, lo, hi, carry.act_out, tol, cg_budget(rows))
