@@ -212,6 +212,14 @@ class GaussNewton(AbstractSolver):
         )
         return new, GNInfo(accepted=accepted, gain_ratio=rho, mu=mu)
 
+    def optimality(self, x, args):
+        r"""The normal-equation gradient :math:`J^\top r` (structure of ``x``), zero at a
+        stationary point of :math:`\tfrac12\|r\|^2`: what ``adjoint=Implicit()``
+        differentiates (its Jacobian is the Hessian of :math:`\tfrac12\|r\|^2`,
+        invertible at a strict local minimizer)."""
+        r, vjp = jax.vjp(lambda z: jnp.ravel(self.residual_fn(z, args)), x)
+        return vjp(r)[0]
+
 
 def gauss_newton(
     residual_fn: Callable,

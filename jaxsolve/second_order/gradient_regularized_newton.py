@@ -263,6 +263,12 @@ class GradientRegularizedNewton(AbstractSolver):
         )
         return new, GRNInfo(lam=lam, trials=trials, accepted=accepted)
 
+    def optimality(self, x, args):
+        """The gradient of the objective (structure of ``x``), zero at a stationary
+        point: what ``adjoint=Implicit()`` differentiates (its Jacobian is the exact
+        Hessian, whichever Hessian model the iteration uses)."""
+        return jax.grad(self.fun)(x, args)
+
 
 def gradient_regularized_newton(
     fun: Callable | None = None,

@@ -185,3 +185,23 @@ def test_bad_input():
     tx = scale_by_gauss_newton(sine_mlp_residual)
     with pytest.raises(ValueError, match="params"):
         tx.update(jnp.ones(2), tx.init(jnp.ones(2)))
+
+
+def test_implicit_derivative_matches_finite_differences():
+    """adjoint=Implicit() differentiates J^T r = 0 (GaussNewton.optimality): d x*/d y."""
+    t = jnp.linspace(0.0, 1.0, 12)
+    y = 1.3 * jnp.exp(-0.7 * t) + 0.4 + 0.01 * jnp.sin(7.0 * t)
+    residual = lambda x, a: x[0] * jnp.exp(x[1] * a[0]) + x[2] - a[1]
+    solver = gauss_newton(residual)
+    w = jnp.array([0.3, -1.0, 2.0])
+
+    def loss(y):
+        sol = jaxsolve.solve(
+            solver, jnp.array([1.0, 0.0, 0.0]), (t, y), tol=1e-13, adjoint=jaxsolve.Implicit()
+        )
+        return w @ sol.x
+
+    value_and_grad = jax.jit(jax.value_and_grad(loss))  # one compilation for all three
+    d, h = jnp.cos(3.0 * t), 1e-5
+    fd = (value_and_grad(y + h * d)[0] - value_and_grad(y - h * d)[0]) / (2 * h)
+    np.testing.assert_allclose(float(value_and_grad(y)[1] @ d), float(fd), rtol=1e-7)
