@@ -28,7 +28,16 @@ from jaxsolve.core.driver import Solution, _advance, _done, _final, default_tol,
 from jaxsolve.core.protocol import check_solver, pack
 from jaxsolve.core.validation import check_floating, is_concrete
 
-__all__ = ["solve_batch", "batch_mesh", "compact_widths", "run_compacted"]
+__all__ = [
+    "solve_batch",
+    "batch_mesh",
+    "compact_widths",
+    "run_compacted",
+    "lane_select",
+    "by_chunks",
+    "run_tail",
+    "final_by_chunks",
+]
 
 
 def batch_mesh(devices=None, axis_name: str = "batch") -> Mesh:
@@ -159,6 +168,54 @@ def _solve_compact(solver, x0, args, tol, args_axis, in_axes, max_steps, rounds,
             sub_k = place(k[idx])
             sub_args = args if args_axis is None else place(_take(args, idx))
     return _vfinal(solver, state, args, tol, k, args_axis)
+
+
+# --- in-graph building blocks of chunked lockstep batches (jaxsolve.qp.lockstep) ----------
+
+
+def lane_select(mask, new, old):
+    """Per-lane ``where`` over a batched pytree (``mask`` has shape ``(lanes,)``): the
+    lanes of ``new`` where ``mask``, of ``old`` elsewhere (frozen lanes)."""
+
+    def pick(a, b):
+        m = mask.reshape(mask.shape + (1,) * (a.ndim - 1))
+        return jnp.where(m, a, b)
+
+    return jax.tree.map(pick, new, old)
+
+
+def by_chunks(fn, tree, g: int):
+    """``fn`` (vmapped over ``g`` lanes) applied to ``tree`` (lane axis first, a
+    multiple of ``g`` lanes) chunk by chunk (``lax.map``): a chunk's data stays in cache
+    and its lanes share each operation's overhead."""
+    size = jax.tree.leaves(tree)[0].shape[0]
+    split = lambda v: v.reshape((size // g, g) + v.shape[1:])  # noqa: E731
+    out = jax.lax.map(fn, jax.tree.map(split, tree))
+    return jax.tree.map(lambda v: v.reshape((size,) + v.shape[2:]), out)
+
+
+def run_tail(solver, state, args, k, tol, max_steps: int, running, tail: int):
+    """The single-lane tail of a lockstep batch: the first ``tail`` lanes where
+    ``running`` (the last stragglers) finish one after another with the driver's own
+    loop (real branches: a slow lane costs only itself). ``state``, ``args`` and the
+    step counts ``k`` have the lane axis first; returns the updated ``(state, k)``."""
+    idx = jnp.argsort(~running, stable=True)[:tail]
+
+    def one(a):
+        s, a_, kk = a
+        s, kk, _ = _advance(solver, s, a_, tol, kk, max_steps, None)
+        return s, kk
+
+    part, kk = jax.lax.map(one, (_take(state, idx), _take(args, idx), k[idx]))
+    return _put(state, part, idx), k.at[idx].set(kk)
+
+
+def final_by_chunks(solver, state, args, tol, k, g: int, size: int):
+    """The driver's ``finalize`` and final status for every lane, chunk by chunk of
+    ``g`` lanes, cut to the first ``size`` lanes (the batch without its padding)."""
+    final = lambda a: jax.vmap(lambda s, q, kk: _final(solver, s, q, tol, kk, None))(*a)  # noqa: E731
+    sol = by_chunks(final, (state, args, k), g)
+    return jax.tree.map(lambda v: v[:size], sol)
 
 
 def compact_widths(width: int, shrink: int = _SHRINK, smallest: int = 64) -> list[int]:

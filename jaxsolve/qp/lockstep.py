@@ -32,6 +32,11 @@ cache. A batch of ``B`` QPs of one shape runs as:
 4. ``finalize``: its polish runs, gathered, on the converged lanes that did not end at
    a polish of step 2, then ``finalize`` without polish (status) chunk by chunk.
 
+The generic parts are the core's (:mod:`jaxsolve.core.batch`: chunked application,
+frozen lanes, the single-lane tail, the chunked finalize); what is FlexQP's comes
+from the solver's hooks (:class:`~jaxsolve.qp.flexqp.FlexQP`: ``polish_step``,
+``final_polish``, ``refactor`` and the step's run-time options).
+
 Each lane follows its own FlexQP iteration (its own rho, elastic weight and checks)
 and gets its own status; where it stops depends on the polish points (step 2), so it
 may take other steps than a single solve, whose in-loop polish runs at fixed steps.
@@ -45,24 +50,14 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 
-from jaxsolve.core.batch import _put, _take  # the lane gather/scatter of solve_batch(compact=)
-from jaxsolve.core.driver import _advance, _done, _final
+from jaxsolve.core.batch import _put, _take, by_chunks, final_by_chunks, lane_select, run_tail
+from jaxsolve.core.driver import _done
 from jaxsolve.qp.flexqp import FlexQP, WarmStart
 
 __all__ = ["solve_lockstep"]
 
 _LANES = "lanes"
 _NEAR = 1e-2  # starting error below which a lane is polished before its first step
-
-
-def _select(mask, new, old):
-    """Per-lane ``where`` over a batched pytree (``mask`` has shape ``(lanes,)``)."""
-
-    def pick(a, b):
-        m = mask.reshape(mask.shape + (1,) * (a.ndim - 1))
-        return jnp.where(m, a, b)
-
-    return jax.tree.map(pick, new, old)
 
 
 def _steps(solver: FlexQP, defer_refactor: bool = False):
@@ -99,14 +94,6 @@ def _refactor(solver: FlexQP, s, need, rho_new, h):
 
     L, rho = jax.lax.fori_loop(0, n_groups, group, (s.L, s.rho))
     return s._replace(L=jax.lax.stop_gradient(L), rho=jax.lax.stop_gradient(rho))
-
-
-def _by_chunks(fn, tree, g):
-    """``fn`` (vmapped over ``g`` lanes) applied chunk by chunk (``lax.map``)."""
-    size = jax.tree.leaves(tree)[0].shape[0]
-    split = lambda v: v.reshape((size // g, g) + v.shape[1:])  # noqa: E731
-    out = jax.lax.map(fn, jax.tree.map(split, tree))
-    return jax.tree.map(lambda v: v.reshape((size,) + v.shape[2:]), out)
 
 
 @partial(
@@ -196,7 +183,7 @@ def solve_lockstep(
         def polish(s):
             fin = jax.vmap(lambda st, q: solver.finalize(st, q, jnp.asarray(True)))(s, qc)
             good = near & (fin.error <= tol) & jnp.all(jnp.isfinite(fin.x), axis=-1)
-            return _select(good, fin, s)
+            return lane_select(good, fin, s)
 
         if not isinstance(x0c, WarmStart):  # a cold start is never near: no polish traced
             return s
@@ -208,7 +195,7 @@ def solve_lockstep(
     per_lane = sum(v[0].size * v.dtype.itemsize for v in jax.tree.leaves(qp))
     while n_chunks % (2 * gi // g) == 0 and 2 * gi * per_lane <= 8 * 2**20:
         gi *= 2
-    pool = _by_chunks(start, (x0, qp), gi)
+    pool = by_chunks(start, (x0, qp), gi)
     k = jnp.zeros((n_lanes,), jnp.int32)
     # per-lane polish threshold: a lane pauses when its error falls below it, is
     # polished between rounds, and its threshold drops below its (new) error
@@ -249,7 +236,7 @@ def solve_lockstep(
             # the scaled problem data is the same in both: select the iterates only
             # (and with deferred refactorization the step leaves the factor as it was)
             fixed = {"data": None, "L": None} if h > 0 else {"data": None}
-            kept = _select(run, new._replace(**fixed), s._replace(**fixed))
+            kept = lane_select(run, new._replace(**fixed), s._replace(**fixed))
             kept = kept._replace(data=s.data, L=s.L) if h > 0 else kept._replace(data=s.data)
             if h > 0:
                 need = info.rho_changed & run
@@ -272,7 +259,7 @@ def solve_lockstep(
         idx = jax.lax.dynamic_slice(order, (c * g,), (g,))
         s, args, want = _take(pool, idx), _take(qp, idx), cand[idx]
         new = jax.vmap(polish_one)(s, args)
-        s = _select(want, new._replace(data=None), s._replace(data=None))
+        s = lane_select(want, new._replace(data=None), s._replace(data=None))
         dyn = lambda t: t._replace(data=None)  # noqa: E731
         pool = _put(dyn(pool), s, idx)._replace(data=pool.data)
         t = jnp.where(want, 0.1 * jnp.minimum(thr[idx], s.error), thr[idx])
@@ -317,16 +304,8 @@ def solve_lockstep(
     )
 
     if tail > 0:
-        # the last lanes, one after another with real branches
-        idx = jnp.argsort(~active(pool, k), stable=True)[:tail]
-
-        def one(a):
-            s, args, kk = a
-            s, kk, _ = _advance(tail_solver, s, args, tol, kk, max_steps, None)
-            return s, kk
-
-        part, kk = jax.lax.map(one, (_take(pool, idx), _take(qp, idx), k[idx]))
-        pool, k = _put(pool, part, idx), k.at[idx].set(kk)
+        # the last lanes, one after another with real branches (the core's tail)
+        pool, k = run_tail(tail_solver, pool, qp, k, tol, max_steps, active(pool, k), tail)
 
     if solver.polish:
         # finalize's polish, gathered: only the converged lanes that did not end at an
@@ -342,11 +321,9 @@ def solve_lockstep(
             s, args, w = _take(pool, idx), _take(qp, idx), want[idx]
             new = jax.vmap(fp)(s, args, w)
             dyn = lambda t: t._replace(data=None)  # noqa: E731
-            s = _select(w, dyn(new), dyn(s))
+            s = lane_select(w, dyn(new), dyn(s))
             return _put(dyn(pool), s, idx)._replace(data=pool.data)
 
         pool = jax.lax.fori_loop(0, n_pol, final_polish, pool)
         solver = dataclasses.replace(solver, polish=False)
-    final = lambda a: jax.vmap(lambda s, q, kk: _final(solver, s, q, tol, kk, None))(*a)  # noqa: E731
-    sol = _by_chunks(final, (pool, qp, k), g)
-    return jax.tree.map(lambda v: v[:size], sol)
+    return final_by_chunks(solver, pool, qp, tol, k, g, size)

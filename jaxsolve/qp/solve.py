@@ -245,7 +245,11 @@ def solve_qp(
     Implicit differentiation: with ``F`` from :func:`kkt_residual`,
     :math:`\partial_{(x,y)} F\, (\dot x, \dot y) = -\partial_\theta F\, \dot\theta`
     (Amos & Kolter, OptNet 2017; here on the elastic relaxation, so violated rows enter
-    with their fixed multiplier ``+-mu``). Both ``jax.grad`` and ``jax.jvp`` work.
+    with their fixed multiplier ``+-mu``). Both ``jax.grad`` and ``jax.jvp`` work. It is
+    the driver's adjoint (:mod:`jaxsolve.core.adjoint`): :meth:`FlexQP.optimality
+    <jaxsolve.qp.flexqp.FlexQP.optimality>` is the condition, ``kkt_lstsq`` its linear
+    solver, and the batch engines attach it with
+    :func:`~jaxsolve.core.adjoint.implicit_solution`.
     """
     validate_qp(qp)
     user_hyper = dict(hyper)
