@@ -175,7 +175,8 @@ def bench_kmeans(names, rows, *, reps=2):
         key = jax.random.key(0)
         big = n > 1000  # digits: the NLR runs once each (compile time negligible there)
         nreps = 1 if big else reps
-        (lab, _, sol), c1, t1 = _best_of(kmeans, reps, x, k, key=key, mu=mu)
+        km, c1, t1 = _best_of(kmeans, reps, x, k, key=key, mu=mu)
+        lab, sol = km.state.labels, km.state.relaxation
         data, _ = prepare_data(jnp.asarray(x))
         az1 = float(jnp.sum((data.T @ lift(*sol.x)) ** 2))
         s1 = int(sol.num_steps)
@@ -196,7 +197,8 @@ def bench_kmeans(names, rows, *, reps=2):
             )
         ref_cols = f"{s3}{'' if int(sol3.status) == 0 else ' (cap)'} | {t3:.3f} | {ref_eq}"
         # tuned NLR (our default)
-        (lab2, _, sol2), _, t2 = _best_of(kmeans, nreps, x, k, key=key, method="nlr")
+        km2, _, t2 = _best_of(kmeans, nreps, x, k, key=key, method="nlr")
+        lab2, sol2 = km2.state.labels, km2.state.relaxation
         az2 = float(jnp.sum((data.T @ sol2.x) ** 2))
         s2 = int(sol2.num_steps)
         dflt = inspect.signature(nlr).parameters

@@ -158,7 +158,7 @@ import jax, jax.numpy as jnp
 from sklearn.datasets import load_iris
 from jaxsolve.cluster import kmeans
 X = jnp.asarray(load_iris().data)
-f = lambda: kmeans(X, 3, key=jax.random.key(0))[0]
+f = lambda: kmeans(X, 3, key=jax.random.key(0)).state.labels
 """,
     ),
     "scikit-learn KMeans (iris, k=3, n_init=10)": (

@@ -8,7 +8,7 @@ from jaxsolve.cluster._problem import (
     round_candidates,
 )
 from jaxsolve.cluster.centred_sphere import CentredSphere
-from jaxsolve.cluster.kmeans import kmeans
+from jaxsolve.cluster.kmeans import KMeansState, kmeans
 from jaxsolve.cluster.kmeans_newton import kmeans_newton
 from jaxsolve.cluster.nlr import nlr, nlr_reference_options, nlr_start
 from jaxsolve.cluster.ratio_cut import (
@@ -20,6 +20,7 @@ from jaxsolve.cluster.ratio_cut import (
 
 __all__ = [
     "CentredSphere",
+    "KMeansState",
     "laplacian",
     "ratio_cut",
     "ratio_cut_cost",

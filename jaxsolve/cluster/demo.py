@@ -34,7 +34,8 @@ def run(out_dir) -> list[dict]:
     x, y = _mixture()
     rows = []
     for method in ("newton", "nlr"):
-        (labels, _, sol), secs = timed(kmeans, x, 3, key=jax.random.key(0), method=method, polish=0)
+        km, secs = timed(kmeans, x, 3, key=jax.random.key(0), method=method, polish=0)
+        labels, sol = km.state.labels, km.state.relaxation
         rows.append(
             {
                 "problem": "K-means SDP, Gaussian mixture",
@@ -72,7 +73,8 @@ def run(out_dir) -> list[dict]:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        lab, _, _ = kmeans(x, 3, key=jax.random.key(0))
+        km = kmeans(x, 3, key=jax.random.key(0))
+        lab = km.state.labels
         fig, ax = plt.subplots(1, 2, figsize=(8, 4))
         ax[0].scatter(x[:, 0], x[:, 1], c=np.asarray(lab), s=10)
         ax[0].set_title("K-means (Riemannian Newton)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -24,7 +24,29 @@ from jaxsolve.cluster.nlr import nlr, nlr_start
 from jaxsolve.core import Solution, Status, solve
 from jaxsolve.core.validation import check_finite, check_floating, check_nonempty
 
-__all__ = ["kmeans"]
+__all__ = ["kmeans", "KMeansState"]
+
+
+class KMeansState(NamedTuple):
+    """``Solution.state`` of `kmeans`: the partition and the relaxation behind it.
+
+    Attributes:
+        x: the centres ``(K, d)`` (``Solution.x``).
+        iter_num, error, status: those of the relaxation's solve (0, 0 and SUCCESS when
+            none was needed: ``K = 1`` or ``K = n``).
+        labels: int32 labels ``(n,)``.
+        inertia: the K-means objective ``sum_i ||x_i - c_{label_i}||^2`` of the partition.
+        relaxation: the `jaxsolve.Solution` of the relaxation (``x`` is ``(V, Q)`` for
+            Newton, ``U`` for NLR), or None when none was solved.
+    """
+
+    x: Any
+    iter_num: Any
+    error: Any
+    status: Any
+    labels: Any
+    inertia: Any
+    relaxation: Any
 
 
 def _check_key(key):
@@ -96,7 +118,7 @@ def kmeans(
     polish: int = 20,
     n_init: int = 1,
     **solver_options: Any,
-) -> tuple[Any, Any, Any]:
+) -> Solution:
     r"""K-means clustering through the Burer-Monteiro factor of the Peng-Wei SDP.
 
     ``method="newton"`` (default): Xu, Hou, Chen and Zhang, "Scalable second-order
@@ -141,9 +163,11 @@ def kmeans(
         **solver_options: passed to the solver factory.
 
     Returns:
-        ``(labels, centers, solution)``: int labels ``(n,)``, centers ``(K, d)`` (means of
-        the clusters) and the :class:`jaxsolve.Solution` of the relaxation (``x`` is
-        ``(V, Q)`` for Newton, ``U`` for NLR).
+        A :class:`jaxsolve.Solution` whose ``x`` is the centers ``(K, d)`` (means of the
+        clusters) and whose ``state`` is a `KMeansState`: ``sol.state.labels`` (int labels
+        ``(n,)``), ``sol.state.inertia`` and ``sol.state.relaxation`` (the
+        :class:`jaxsolve.Solution` of the relaxation: ``x`` is ``(V, Q)`` for Newton, ``U``
+        for NLR). ``status``, ``num_steps`` and ``error`` are the relaxation's.
     """
     if method not in ("newton", "nlr"):
         raise ValueError(f"method must be 'newton' or 'nlr', got {method!r}")
@@ -166,19 +190,11 @@ def kmeans(
     if not (isinstance(polish, int) and polish >= 0):
         raise ValueError(f"polish must be a non-negative int, got {polish!r}")
     dt = X.dtype
-    trivial = Solution(
-        x=None,
-        state=None,
-        status=jnp.int32(Status.SUCCESS),
-        num_steps=jnp.int32(0),
-        error=jnp.zeros((), dt),
-    )
     if k == 1:
-        labels = jnp.zeros((n,), jnp.int32)
-        return labels, jnp.mean(X, axis=0, keepdims=True), trivial
+        return _result(X, jnp.zeros((n,), jnp.int32), jnp.mean(X, axis=0, keepdims=True), None)
     if k == n:
         # every point its own cluster: inertia 0, the optimum (no relaxation to solve)
-        return jnp.arange(n, dtype=jnp.int32), X, trivial
+        return _result(X, jnp.arange(n, dtype=jnp.int32), X, None)
     if rank is None:
         # k + 1 (Newton) or 2 k (NLR), at most n (k < n here, so Newton's k < rank holds)
         rank = min(k + 1, n) if method == "newton" else min(2 * k, n)
@@ -218,4 +234,21 @@ def kmeans(
         rank_key = (int(sol.status) != Status.SUCCESS, obj)
         if best is None or rank_key < best[0]:
             best = (rank_key, labels, centers, sol)
-    return best[1], best[2], best[3]
+    return _result(X, best[1], best[2], best[3])
+
+
+def _result(X, labels, centers, relaxation) -> Solution:
+    if relaxation is None:
+        status, steps, error = jnp.int32(Status.SUCCESS), jnp.int32(0), jnp.zeros((), X.dtype)
+    else:
+        status, steps, error = relaxation.status, relaxation.num_steps, relaxation.error
+    state = KMeansState(
+        x=centers,
+        iter_num=steps,
+        error=error,
+        status=status,
+        labels=labels,
+        inertia=inertia(X, labels, centers),
+        relaxation=relaxation,
+    )
+    return Solution(x=centers, state=state, status=status, num_steps=steps, error=error)

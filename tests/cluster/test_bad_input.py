@@ -39,13 +39,15 @@ def test_bad_input_raises_naming_the_argument(case, call, err, match):
 def test_all_equal_points_no_invented_centre():
     """kmeans(ones((24, 2)), 2): every centre is a data point (the mean of a nonempty
     cluster), inertia 0."""
-    labels, centers, sol = kmeans(jnp.ones((24, 2)), 2, key=_KEY)
+    km = kmeans(jnp.ones((24, 2)), 2, key=_KEY)
+    labels, centers = km.state.labels, km.x
     np.testing.assert_array_equal(np.asarray(centers), np.ones((2, 2)))
     assert sorted(np.bincount(np.asarray(labels), minlength=2) > 0) == [True, True]
 
 
 def test_k_equals_n_every_point_its_own_cluster():
-    labels, centers, sol = kmeans(_X[:5], 5, key=_KEY)
+    km = kmeans(_X[:5], 5, key=_KEY)
+    labels, centers, sol = km.state.labels, km.x, km
     assert sorted(np.asarray(labels).tolist()) == [0, 1, 2, 3, 4]
     np.testing.assert_array_equal(np.asarray(centers)[np.asarray(labels)], _X[:5])
     assert int(sol.status) == Status.SUCCESS
@@ -58,7 +60,8 @@ def test_small_n_no_rank_error_and_optimal_partition():
     import itertools
 
     x = np.array([[0.0, 0.0], [0.1, 0.0], [5.0, 5.0], [9.0, 0.0]])
-    labels, centers, sol = kmeans(x, 3, key=_KEY)
+    km = kmeans(x, 3, key=_KEY)
+    labels, centers = km.state.labels, km.x
     got = np.sum((x - np.asarray(centers)[np.asarray(labels)]) ** 2)
     best = np.inf
     for lab in itertools.product(range(3), repeat=4):
@@ -73,8 +76,10 @@ def test_small_n_no_rank_error_and_optimal_partition():
 @pytest.mark.slow
 def test_restarts_never_worse_than_one_run():
     x, _ = mixture(3, n=90, d=3, k=3, gap=2.0)
-    l1, c1, _ = kmeans(x, 3, key=_KEY)
-    lab, c4, sol = kmeans(x, 3, key=_KEY, n_init=2)
+    km = kmeans(x, 3, key=_KEY)
+    l1, c1 = km.state.labels, km.x
+    km = kmeans(x, 3, key=_KEY, n_init=2)
+    lab, c4 = km.state.labels, km.x
     f1 = np.sum((x - np.asarray(c1)[np.asarray(l1)]) ** 2)
     f4 = np.sum((x - np.asarray(c4)[np.asarray(lab)]) ** 2)
     assert f4 <= f1 + 1e-9

@@ -35,7 +35,7 @@ from jaxsolve.cluster.kmeans_newton import (
     _top_k_smallest,
     barrier_cost,
 )
-from jaxsolve.core import Status
+from jaxsolve.core import Solution, Status
 from jaxsolve.manifolds import hessian_spectrum
 from tests.cluster._data import mixture
 
@@ -57,7 +57,8 @@ def _standardized(name):
 @pytest.fixture(scope="module")
 def gmm_run():
     x, y = mixture(0)
-    labels, centers, sol = kmeans(x, 3, key=jax.random.key(0))
+    km = kmeans(x, 3, key=jax.random.key(0))
+    labels, centers, sol = km.state.labels, km.x, km.state.relaxation
     return x, y, labels, centers, sol
 
 
@@ -81,7 +82,8 @@ def test_mixture_exact_recovery_and_feasibility(gmm_run):
 def test_relaxation_rounding_alone_recovers(gmm_run):
     """Without the Lloyd polish, the rounding of Z = U U^T alone gives the clusters."""
     x, y, _, _, sol = gmm_run
-    labels, _, sol2 = kmeans(x, 3, key=jax.random.key(0), polish=0)
+    km = kmeans(x, 3, key=jax.random.key(0), polish=0)
+    labels, sol2 = km.state.labels, km.state.relaxation
     assert adjusted_rand_score(y, np.asarray(labels)) == 1.0
     assert int(sol2.num_steps) == int(sol.num_steps)
 
@@ -90,7 +92,8 @@ def _check_vs_sklearn(name):
     """Newton converges; objective within 2% of sklearn KMeans(n_init=10), ARI within 0.03."""
     x, y = _standardized(name)
     k = len(np.unique(y))
-    labels, _, sol = kmeans(x, k, key=jax.random.key(0))
+    km = kmeans(x, k, key=jax.random.key(0))
+    labels, sol = km.state.labels, km.state.relaxation
     assert int(sol.status) == Status.SUCCESS
     km = KMeans(k, n_init=10, random_state=0).fit(x)
     assert _inertia(x, labels) <= 1.02 * km.inertia_
@@ -167,7 +170,8 @@ def test_iterations_vs_nlr_baselines(gmm_run):
     for u in (ref.x, tuned.x):
         assert float(jnp.sum((data.T @ u) ** 2)) >= az_newton
         assert float(jnp.max(jnp.abs(u @ (u.T @ jnp.ones(150)) - 1))) < 1e-4
-    labels, _, _ = kmeans(x, 3, key=jax.random.key(0), method="nlr", polish=0)
+    km = kmeans(x, 3, key=jax.random.key(0), method="nlr", polish=0)
+    labels = km.state.labels
     assert adjusted_rand_score(y, np.asarray(labels)) == 1.0
 
 
@@ -176,7 +180,8 @@ def test_nlr_baseline_agrees():
     """Slow (~50k first-order steps; the contract already checks NLR's convergence to the
     cluster matrix on a small mixture): NLR recovers the same partition."""
     x, y = mixture(0)
-    labels, _, sol = kmeans(x, 3, key=jax.random.key(1), method="nlr")
+    km = kmeans(x, 3, key=jax.random.key(1), method="nlr")
+    labels, sol = km.state.labels, km.state.relaxation
     assert int(sol.status) == Status.SUCCESS
     assert adjusted_rand_score(y, np.asarray(labels)) == 1.0
     u = sol.x
@@ -416,9 +421,13 @@ def test_bad_input_raises(bad):
 
 def test_single_cluster_is_trivial():
     x = np.random.default_rng(0).normal(size=(10, 3))
-    labels, centers, sol = kmeans(x, 1, key=jax.random.key(0))
+    km = kmeans(x, 1, key=jax.random.key(0))
+    labels, centers, sol = km.state.labels, km.x, km.state.relaxation
     assert np.all(np.asarray(labels) == 0)
     np.testing.assert_allclose(np.asarray(centers)[0], x.mean(0), atol=1e-12)
+    # the helper returns a Solution: x the centres, the partition in state (issue 22)
+    assert isinstance(km, Solution) and sol is None and int(km.status) == Status.SUCCESS
+    np.testing.assert_allclose(float(km.state.inertia), np.sum((x - x.mean(0)) ** 2))
 
 
 @pytest.mark.slow
@@ -427,7 +436,8 @@ def test_mixture_recovery_50_seeds():
     wins = 0
     for seed in range(50):
         x, y = mixture(seed)
-        labels, _, _ = kmeans(x, 3, key=jax.random.key(seed), polish=0)
+        km = kmeans(x, 3, key=jax.random.key(seed), polish=0)
+        labels = km.state.labels
         wins += adjusted_rand_score(y, np.asarray(labels)) == 1.0
     assert wins >= 48
 
