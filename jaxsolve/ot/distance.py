@@ -2,13 +2,15 @@ r"""Squared 2-Wasserstein distance between grid densities by Sobolev gradient as
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
-from jaxsolve.core import make_solver, solve
+from jaxsolve.core import solve
+from jaxsolve.core.protocol import AbstractSolver, hyper
 from jaxsolve.ot.grid import Grid
 from jaxsolve.ot.sobolev import _check_densities, _check_grid
 from jaxsolve.ot.transforms import (
@@ -45,21 +47,31 @@ def _evaluate(f, a, b, grid, sub):
     return h, err, _plan_cost(a, pts, grid, sub)
 
 
-def _init(x0, args, *, hp, sub):
-    a, b = args
-    grid = Grid(a.shape)
-    h, err, cost = _evaluate(x0, a, b, grid, sub)
-    return _W2State(x0, jnp.int32(0), err, jnp.int32(0), h, cost)
+class _W2Ascent(AbstractSolver):
+    r"""Sobolev gradient ascent on the dual of :math:`W_2^2(a, b)` (the loop of `w2`).
 
+    ``x`` is the potential ``f`` on the target grid, ``args = (a, b)``. Static:
+    ``subsample``; traced: ``stepsize`` (cast by `jaxsolve.core.protocol.hyper`).
+    """
 
-def _step(state, args, *, hp, sub):
-    a, b = args
-    grid = Grid(a.shape)
-    dtype = state.x.dtype
-    sigma = hp["stepsize"].astype(dtype) / (jnp.maximum(jnp.max(a), jnp.max(b)) * grid.size)
-    f = state.x + sigma * state.direction
-    h, err, cost = _evaluate(f, a, b, grid, sub)
-    return _W2State(f, state.iter_num + 1, err, state.status, h, cost), None
+    stepsize: Any = 1.0
+    subsample: int = eqx.field(static=True, default=2)
+
+    def init(self, x0, args) -> _W2State:
+        a, b = args
+        grid = Grid(a.shape)
+        h, err, cost = _evaluate(x0, a, b, grid, self.subsample)
+        return _W2State(x0, jnp.int32(0), err, jnp.int32(0), h, cost)
+
+    def step(self, state: _W2State, args) -> tuple[_W2State, None]:
+        a, b = args
+        grid = Grid(a.shape)
+        dtype = state.x.dtype
+        mx = jnp.maximum(jnp.max(a), jnp.max(b)) * grid.size
+        sigma = hyper(self.stepsize, dtype) / mx
+        f = state.x + sigma * state.direction
+        h, err, cost = _evaluate(f, a, b, grid, self.subsample)
+        return _W2State(f, state.iter_num + 1, err, state.status, h, cost), None
 
 
 def w2(
@@ -108,7 +120,8 @@ def w2(
     if tol is None:
         tol = 1e-4 if dtype == jnp.float64 else 1e-3
     sg = jax.lax.stop_gradient
-    solver = make_solver(_init, _step, hp={"stepsize": stepsize}, sub=int(subsample))
+    stepsize = float(stepsize) if isinstance(stepsize, int) else stepsize
+    solver = _W2Ascent(stepsize=stepsize, subsample=int(subsample))
     sol = solve(solver, jnp.zeros(grid.shape, dtype), (sg(a), sg(b)), tol=tol, max_steps=max_steps)
     f = sg(sol.state.x)
     q = _half_sq_norm(grid, f.dtype)

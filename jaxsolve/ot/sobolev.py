@@ -20,14 +20,16 @@ projection is applied to the iterates.
 from __future__ import annotations
 
 from functools import partial
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import ArrayLike, Float
 
-from jaxsolve.core import Solution, Status, custom_fixed_point, make_solver, solve
+from jaxsolve.core import Implicit, Solution, Status, solve
+from jaxsolve.core.protocol import AbstractSolver, hyper
 from jaxsolve.core.validation import is_concrete
 from jaxsolve.ot.grid import Grid
 from jaxsolve.ot.transforms import (
@@ -45,6 +47,7 @@ from jaxsolve.ot.transforms import (
 
 __all__ = [
     "sobolev_barycenter",
+    "SobolevBarycenter",
     "barycenter",
     "barycenter_functional",
     "BarycenterState",
@@ -52,6 +55,14 @@ __all__ = [
 ]
 
 _SCHEDULES = ("constant", "sqrt", "adaptive")
+
+
+def _num(value):
+    """A numeric hyperparameter as a traced field: Python ints become floats (an int field
+    would be static, and a sweep over it would recompile)."""
+    if isinstance(value, int | np.integer) and not isinstance(value, bool):
+        return float(value)
+    return value
 
 
 class BarycenterState(NamedTuple):
@@ -134,82 +145,106 @@ def _evaluate(f, hists, weights, grid, sub, method):
     return rho, rbar, h, err, 2.0 * jnp.sum(weights * dual)
 
 
-def _base_step(hists, hp, dtype):
+def _base_step(hists, stepsize, dtype):
     # sigma ~ 1 / (max density): the linearized pushforward responds like -mu * sigma * r
     mx = jnp.max(hists) * np.prod(hists.shape[1:])
-    return hp["stepsize"].astype(dtype) / mx
+    return hyper(stepsize, dtype) / mx
 
 
-def _init(x0, args, *, hp, sub, method, schedule, momentum):
-    hists, weights = args
-    hists = _normalize(hists).astype(x0.dtype)
-    weights = weights.astype(x0.dtype)
-    grid = _grid_of(hists)
-    f = x0 - jnp.tensordot(weights, x0, axes=1)[None]  # enforce sum_i alpha_i f_i = 0
-    _, rbar, h, err, dual = _evaluate(f, hists, weights, grid, sub, method)
-    # weights that are not a probability vector (negative, not summing to one, NaN: only
-    # possible under tracing, barycenter() refuses them when concrete) end the run at
-    # once: the iteration would return a "barycenter" with negative mass
-    good = jnp.all(weights >= 0) & (jnp.abs(jnp.sum(weights) - 1) <= 1e-6)
-    good = good & jnp.all(jnp.isfinite(hists)) & jnp.all(hists >= 0)
-    return BarycenterState(
-        x=rbar,
-        iter_num=jnp.int32(0),
-        error=err,
-        status=jnp.where(good, jnp.int32(0), jnp.int32(Status.BREAKDOWN)).astype(jnp.int32),
-        potentials=f,
-        direction=h,
-        dual_value=dual,
-        stepsize=_base_step(hists, hp, x0.dtype),
-        previous=f,
-        momentum=jnp.int32(0),
-    )
+class SobolevBarycenter(AbstractSolver):
+    r"""Sobolev gradient ascent for grid barycenters; built by `sobolev_barycenter`.
 
+    See `sobolev_barycenter` for the iteration and the protocol (``x0`` the potentials,
+    ``args = (densities, weights)``, ``state.x`` the barycenter histogram). Static fields:
+    ``subsample``, ``method``, ``schedule``, ``momentum`` and ``implicit_solve`` (the linear
+    solver of `barycenter`'s implicit derivative). Traced: ``stepsize``, ``grow`` and
+    ``shrink`` (a sweep over them reuses one compilation), cast to the potentials' dtype
+    by `jaxsolve.core.protocol.hyper`.
+    """
 
-def _step(state, args, *, hp, sub, method, schedule, momentum):
-    hists, weights = args
-    dtype = state.potentials.dtype
-    hists = _normalize(hists).astype(dtype)
-    weights = weights.astype(dtype)
-    grid = _grid_of(hists)
-    base = _base_step(hists, hp, dtype)
-    if schedule == "sqrt":
-        sigma = base / jnp.sqrt(state.iter_num.astype(dtype) + 1.0)
-    elif schedule == "adaptive":
-        sigma = state.stepsize
-    else:
-        sigma = base
-    f = state.potentials + sigma * state.direction  # gradient step from the evaluated point
-    if momentum:  # Nesterov extrapolation, beta = k / (k + 3) since the last restart
-        k = state.momentum.astype(dtype)
-        y = f + (k / (k + 3.0)) * (f - state.previous)
-    else:
-        y = f
-    rho, rbar, h, err, dual = _evaluate(y, hists, weights, grid, sub, method)
-    better = err <= state.error
-    if schedule == "adaptive":
-        grow = hp["grow"].astype(dtype)
-        shrink = hp["shrink"].astype(dtype)
-        sigma = jnp.where(better, sigma * grow, sigma * shrink)
-        # the step has shrunk 1e4-fold (every recent step failed to lower the error): the
-        # error is at its discretization floor above tol; stop instead of spinning
-        status = jnp.where(sigma < 1e-4 * base, Status.BREAKDOWN, state.status).astype(jnp.int32)
-    else:
-        status = state.status
-    new = BarycenterState(
-        x=rbar,
-        iter_num=state.iter_num + 1,
-        error=err,
-        status=status,
-        potentials=y,
-        direction=h,
-        dual_value=dual,
-        stepsize=sigma,
-        previous=f,
-        # function-value restart (O'Donoghue & Candes 2015) on the dual gradient norm
-        momentum=jnp.where(better, state.momentum + 1, 0).astype(jnp.int32),
-    )
-    return new, BarycenterInfo(rho)
+    stepsize: Any = 2.0
+    grow: Any = 1.05
+    shrink: Any = 0.7
+    subsample: int = eqx.field(static=True, default=2)
+    method: str = eqx.field(static=True, default="auto")
+    schedule: str = eqx.field(static=True, default="adaptive")
+    momentum: bool = eqx.field(static=True, default=True)
+    implicit_solve: Any = eqx.field(static=True, default="gmres")
+
+    def init(self, x0, args) -> BarycenterState:
+        sub, method = self.subsample, self.method
+        hists, weights = args
+        hists = _normalize(hists).astype(x0.dtype)
+        weights = weights.astype(x0.dtype)
+        grid = _grid_of(hists)
+        f = x0 - jnp.tensordot(weights, x0, axes=1)[None]  # enforce sum_i alpha_i f_i = 0
+        _, rbar, h, err, dual = _evaluate(f, hists, weights, grid, sub, method)
+        # weights that are not a probability vector (negative, not summing to one, NaN: only
+        # possible under tracing, barycenter() refuses them when concrete) end the run at
+        # once: the iteration would return a "barycenter" with negative mass
+        good = jnp.all(weights >= 0) & (jnp.abs(jnp.sum(weights) - 1) <= 1e-6)
+        good = good & jnp.all(jnp.isfinite(hists)) & jnp.all(hists >= 0)
+        return BarycenterState(
+            x=rbar,
+            iter_num=jnp.int32(0),
+            error=err,
+            status=jnp.where(good, jnp.int32(0), jnp.int32(Status.BREAKDOWN)).astype(jnp.int32),
+            potentials=f,
+            direction=h,
+            dual_value=dual,
+            stepsize=_base_step(hists, self.stepsize, x0.dtype),
+            previous=f,
+            momentum=jnp.int32(0),
+        )
+
+    def step(self, state: BarycenterState, args) -> tuple[BarycenterState, BarycenterInfo]:
+        sub, method = self.subsample, self.method
+        schedule, momentum = self.schedule, self.momentum
+        hists, weights = args
+        dtype = state.potentials.dtype
+        hists = _normalize(hists).astype(dtype)
+        weights = weights.astype(dtype)
+        grid = _grid_of(hists)
+        base = _base_step(hists, self.stepsize, dtype)
+        if schedule == "sqrt":
+            sigma = base / jnp.sqrt(state.iter_num.astype(dtype) + 1.0)
+        elif schedule == "adaptive":
+            sigma = state.stepsize
+        else:
+            sigma = base
+        f = state.potentials + sigma * state.direction  # gradient step from the evaluated point
+        if momentum:  # Nesterov extrapolation, beta = k / (k + 3) since the last restart
+            k = state.momentum.astype(dtype)
+            y = f + (k / (k + 3.0)) * (f - state.previous)
+        else:
+            y = f
+        rho, rbar, h, err, dual = _evaluate(y, hists, weights, grid, sub, method)
+        better = err <= state.error
+        if schedule == "adaptive":
+            grow = hyper(self.grow, dtype)
+            shrink = hyper(self.shrink, dtype)
+            sigma = jnp.where(better, sigma * grow, sigma * shrink)
+            # the step has shrunk 1e4-fold (every recent step failed to lower the error): the
+            # error is at its discretization floor above tol; stop instead of spinning
+            status = jnp.where(sigma < 1e-4 * base, Status.BREAKDOWN, state.status).astype(
+                jnp.int32
+            )
+        else:
+            status = state.status
+        new = BarycenterState(
+            x=rbar,
+            iter_num=state.iter_num + 1,
+            error=err,
+            status=status,
+            potentials=y,
+            direction=h,
+            dual_value=dual,
+            stepsize=sigma,
+            previous=f,
+            # function-value restart (O'Donoghue & Candes 2015) on the dual gradient norm
+            momentum=jnp.where(better, state.momentum + 1, 0).astype(jnp.int32),
+        )
+        return new, BarycenterInfo(rho)
 
 
 def sobolev_barycenter(
@@ -221,7 +256,7 @@ def sobolev_barycenter(
     shrink: float = 0.7,
     method: str = "auto",
     momentum: bool = True,
-):
+) -> SobolevBarycenter:
     r"""Sobolev gradient ascent (SGA) for the 2-Wasserstein barycenter of grid densities.
 
     Kim, Zhou, Zhu & Chen, ICLR 2026 (arXiv:2505.13660); operators from the back-and-forth
@@ -285,11 +320,11 @@ def sobolev_barycenter(
         raise ValueError(f"subsample must be a positive int, got {subsample!r}")
     if is_concrete(stepsize) and not np.all(np.asarray(stepsize) > 0):
         raise ValueError(f"stepsize must be positive, got {stepsize!r}")
-    return make_solver(
-        _init,
-        _step,
-        hp={"stepsize": stepsize, "grow": grow, "shrink": shrink},
-        sub=int(subsample),
+    return SobolevBarycenter(
+        stepsize=_num(stepsize),
+        grow=_num(grow),
+        shrink=_num(shrink),
+        subsample=int(subsample),
         method=method,
         schedule=schedule,
         momentum=bool(momentum),
@@ -445,34 +480,51 @@ def barycenter(
     sg = jax.lax.stop_gradient
     hists = _normalize(dens)
     x0 = jnp.zeros_like(dens)
+    if progress:  # host-driven chunks: concrete inputs, nothing to differentiate
+        args = (sg(hists), sg(w))
+        return solve(solver, x0, args, tol=tol, max_steps=max_steps, progress=True)
     sol = solve(
-        solver,
+        _Potentials(solver),
         x0,
-        (sg(hists), sg(w)),
+        (hists, w),
         tol=tol,
         max_steps=max_steps,
         history=history,
-        progress=progress,
+        adjoint=Implicit(solve=implicit_solve),
     )
-    if progress:  # host-driven chunks: concrete inputs, nothing to differentiate
-        return sol
-    return _differentiable(sol, hists, w, grid, int(subsample), implicit_solve)
+    return _with_barycenter(sol, hists, w, grid, int(subsample))
 
 
-def _fixed_point_map(sub, method):
-    r"""``T(f) = C P_w (f + sigma g(f))``: one SGA step at a fixed step, projected onto
-    :math:`\sum_i \alpha_i f_i = 0` (``P_w``) and zero-mean potentials (``C``, which removes
-    the constants that leave every pushforward unchanged, so that ``I - T'`` is invertible
-    there). Its fixed points are the dual optimizers (all pushforwards equal), for any sigma."""
+class _Potentials(AbstractSolver):
+    r"""`SobolevBarycenter` with the dual potentials as the iterate ``x``, and the
+    optimality condition of the barycenter: what ``jaxsolve.solve(...,
+    adjoint=Implicit())`` differentiates in `barycenter`.
 
-    def T(f, hists, weights):
+    ``optimality(f, args) = T(f) - f`` with ``T(f) = C P_w (f + sigma g(f))``, one SGA step
+    at a fixed step, projected onto :math:`\sum_i \alpha_i f_i = 0` (``P_w``) and
+    zero-mean potentials (``C``, which removes the constants that leave every
+    pushforward unchanged, so that ``I - T'`` is invertible where it matters). Its fixed
+    points are the dual optimizers (all pushforwards equal), for any sigma; the loop's
+    potentials differ from a fixed point only by such constants, which change neither
+    ``T`` nor its derivatives. ``inner`` holds every field (static ones static).
+    """
+
+    inner: SobolevBarycenter
+
+    def init(self, x0, args) -> BarycenterState:
+        state = self.inner.init(x0, args)
+        return state._replace(x=state.potentials)
+
+    def step(self, state, args) -> tuple[BarycenterState, BarycenterInfo]:
+        state, info = self.inner.step(state, args)
+        return state._replace(x=state.potentials), info
+
+    def optimality(self, f, args):
+        hists, weights = args
         grid = _grid_of(hists)
-        _, _, h, _, _ = _evaluate(f, hists, weights, grid, sub, method)
+        _, _, h, _, _ = _evaluate(f, hists, weights, grid, self.inner.subsample, "auto")
         mx = jax.lax.stop_gradient(jnp.max(hists)) * grid.size
-        f = f + h / mx
-        return _center(f, weights)
-
-    return T
+        return _center(f + h / mx, weights) - f
 
 
 def _center(f, weights):
@@ -481,22 +533,18 @@ def _center(f, weights):
     return f - jnp.tensordot(weights, f, axes=1)[None]
 
 
-@partial(jax.jit, static_argnames=("grid", "sub", "implicit_solve"))
-def _differentiable(sol, hists, weights, grid, sub, implicit_solve):
-    r"""Attach implicit derivatives to ``sol.x`` (the implicit function theorem at the fixed
-    point of :func:`_fixed_point_map`, then :math:`x = \sum_i \alpha_i (T_i)_\#\mu_i` is
-    differentiated directly)."""
+@partial(jax.jit, static_argnames=("grid", "sub"))
+def _with_barycenter(sol, hists, weights, grid, sub):
+    r""":math:`x = \sum_i \alpha_i (T_i)_\#\mu_i` at the (implicitly differentiated)
+    potentials ``sol.x``, differentiated directly; ``sol.x`` and ``sol.state.x`` become it.
+
+    The value is taken at the centred potentials (the loop's, up to rounding) and the
+    tangent is ``sol.x``'s as it is: a change of the weights moves the constraint
+    :math:`\sum_i \alpha_i f_i = 0` itself, so the tangent must not be re-centred."""
     sg = jax.lax.stop_gradient
-    T = _fixed_point_map(sub, "auto")
-
-    @custom_fixed_point(T, solve=implicit_solve)
-    def at_solution(init, hists, weights):
-        return sg(init)
-
-    f = at_solution(_center(sg(sol.state.potentials), sg(weights)), hists, weights)
+    f = _center(sg(sol.x), sg(weights)) + (sol.x - sg(sol.x))
     _, rbar, _, _, _ = _evaluate(f, hists, weights, grid, sub, "auto")
-    x = rbar
-    return sol._replace(x=x, state=sol.state._replace(x=x))
+    return sol._replace(x=rbar, state=sol.state._replace(x=rbar))
 
 
 def barycenter_functional(
