@@ -177,3 +177,19 @@ def test_barycenter_functional_envelope_gradients_match_exact_fd(dens1d):
         np.testing.assert_allclose(float(gw @ d), fd_w, rtol=5e-3)
     fd_m = _fd_gradient(lambda m: exact(w, m), mus, 1e-6)
     assert _rel(gD, fd_m) <= 1e-2, _rel(gD, fd_m)
+
+
+@pytest.mark.slow  # 3-7 s: compiles the forward-mode rule (the grad test covers reverse mode)
+def test_implicit_jvp_of_barycenter_matches_fd():
+    """Forward mode through the driver's implicit adjoint, along the weights (which move
+    the constraint sum_i alpha_i f_i = 0 itself: the tangent must not be re-centred)."""
+    g, D = _bumps2d(6, 0.3)
+    W = jnp.asarray([0.4, 0.6])
+    target = jnp.asarray(np.random.default_rng(0).normal(size=g.shape))
+
+    def loss(W):
+        return jnp.sum(target * barycenter(D, W, tol=1e-13, max_steps=400, subsample=1).x)
+
+    dW = jnp.asarray([1.0, -1.0])
+    _, jvp = jax.jvp(loss, (W,), (dW,))
+    np.testing.assert_allclose(float(jvp), _central(loss, W, dW, 1e-5), rtol=1e-5)
