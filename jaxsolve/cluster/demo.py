@@ -54,7 +54,8 @@ def run(out_dir) -> list[dict]:
     a = np.zeros_like(d)
     a[np.repeat(np.arange(len(x)), 8), nn.ravel()] = 1.0
     w = 0.5 * (a + a.T)
-    (labels, f, sol), secs = timed(ratio_cut, w, 3, max_steps=300)
+    rc, secs = timed(ratio_cut, w, 3, max_steps=300)
+    labels, f, sol = rc.state.labels, rc.x, rc.state.relaxation
     rows.append(
         {
             "problem": "Ratio Cut, 8-NN graph",

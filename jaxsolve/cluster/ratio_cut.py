@@ -22,16 +22,16 @@ Labels are ``argmax`` of the rows of ``F``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsolve.core import solve
+from jaxsolve.core import Solution, Status, solve
 from jaxsolve.core.validation import check_finite, check_floating
 
-__all__ = ["ratio_cut", "ratio_cut_cost", "laplacian", "spectral_start"]
+__all__ = ["ratio_cut", "RatioCutState", "ratio_cut_cost", "laplacian", "spectral_start"]
 
 _SOLVERS = ("cg", "gd", "trust_region")
 
@@ -176,7 +176,7 @@ def ratio_cut(
     max_steps: int = 300,
     tol: float | None = None,
     init: Any = "spectral",
-) -> tuple[Any, Any, Any]:
+) -> Solution:
     r"""Ratio Cut clustering of an affinity matrix by Riemannian optimization (paper 14).
 
     Yuan, Xie, Nie and Li, "Riemannian optimization on relaxed indicator matrix
@@ -204,7 +204,11 @@ def ratio_cut(
             The doubly stochastic baseline always starts at random.
 
     Returns:
-        ``(labels, F, solution)``.
+        A :class:`jaxsolve.Solution` whose ``x`` is the soft indicator ``F`` ``(n, c)``
+        and whose ``state`` is a `RatioCutState`: ``sol.state.labels`` (``argmax`` of
+        each row of ``F``) and ``sol.state.relaxation`` (the Solution of the manifold
+        solve, None for ``n_clusters = 1``); ``status``, ``num_steps`` and ``error`` are
+        the relaxation's.
     """
     from jaxsolve.manifolds import RIM, DoublyStochastic
 
@@ -218,8 +222,7 @@ def ratio_cut(
     if manifold not in ("rim", "doubly_stochastic"):
         raise ValueError(f"manifold must be 'rim' or 'doubly_stochastic', got {manifold!r}")
     if c == 1:
-        f = jnp.ones((n, 1), w.dtype)
-        return jnp.zeros((n,), jnp.int32), f, None
+        return _result(jnp.ones((n, 1), w.dtype), None)
     key = jax.random.key(0) if key is None else key
     if tol is None:
         tol = 1e-6 if w.dtype == jnp.float64 else 1e-4
@@ -253,4 +256,33 @@ def ratio_cut(
         args = (_graph(w), b)  # the same graph products as RIM
         sol = solve(_make_solver(solver, _ds_cost, m), z0, args, tol=tol, max_steps=max_steps)
         f = sol.x @ b
-    return jnp.argmax(f, axis=1).astype(jnp.int32), f, sol
+    return _result(f, sol)
+
+
+class RatioCutState(NamedTuple):
+    """``Solution.state`` of `ratio_cut`.
+
+    Attributes:
+        x: the soft indicator ``F`` ``(n, c)`` (``Solution.x``).
+        iter_num, error, status: the manifold solve's (0, 0, SUCCESS for one cluster).
+        labels: int32 labels ``(n,)``, the row-wise ``argmax`` of ``F``.
+        relaxation: the `jaxsolve.Solution` of the manifold solve (``x`` is ``F`` on
+            RIM, the doubly stochastic ``Z`` for the baseline), or None.
+    """
+
+    x: Any
+    iter_num: Any
+    error: Any
+    status: Any
+    labels: Any
+    relaxation: Any
+
+
+def _result(f, relaxation) -> Solution:
+    if relaxation is None:
+        status, steps, error = jnp.int32(Status.SUCCESS), jnp.int32(0), jnp.zeros((), f.dtype)
+    else:
+        status, steps, error = relaxation.status, relaxation.num_steps, relaxation.error
+    labels = jnp.argmax(f, axis=1).astype(jnp.int32)
+    state = RatioCutState(f, steps, error, status, labels, relaxation)
+    return Solution(x=f, state=state, status=status, num_steps=steps, error=error)

@@ -8,7 +8,7 @@ from sklearn.metrics import adjusted_rand_score
 from sklearn.neighbors import kneighbors_graph
 
 from jaxsolve.cluster import laplacian, ratio_cut, ratio_cut_cost
-from jaxsolve.core import Status
+from jaxsolve.core import Solution, Status
 from tests.cluster._data import mixture
 
 
@@ -36,12 +36,15 @@ def test_cost_gradient_is_the_papers_formula():
 @pytest.mark.parametrize("init", ["spectral", "random"])
 def test_rim_ratio_cut_recovers_separated_clusters(init):
     w, y = _graph()
-    labels, f, sol = ratio_cut(w, 3, max_steps=300, init=init)
+    rc = ratio_cut(w, 3, max_steps=300, init=init)
+    labels, f, sol = rc.state.labels, rc.x, rc.state.relaxation
     assert int(sol.status) in (Status.SUCCESS, Status.MAX_STEPS)
     assert adjusted_rand_score(y, np.asarray(labels)) == 1.0
     np.testing.assert_allclose(np.asarray(f.sum(1)), 1.0, atol=1e-9)  # on the RIM manifold
     np.testing.assert_allclose(np.asarray(f.sum(0)), 20.0, atol=1e-6)
     assert float(jnp.min(f)) >= 0
+    # the helper returns a Solution (issue 22): x is F, the status the relaxation's
+    assert isinstance(rc, Solution) and int(rc.status) == int(sol.status)
 
 
 @pytest.mark.slow
@@ -49,8 +52,10 @@ def test_rim_cost_at_most_doubly_stochastic_cost():
     """Slow (the doubly stochastic manifold compiles O(n^3) solves): the paper's claim that
     RIM reaches a cost at most the DS manifold's, on the same graph and solver."""
     w, _ = _graph(n=90)
-    _, f_rim, _ = ratio_cut(w, 3, max_steps=300)
-    _, f_ds, _ = ratio_cut(w, 3, manifold="doubly_stochastic", max_steps=300)
+    rc = ratio_cut(w, 3, max_steps=300)
+    f_rim = rc.x
+    rc = ratio_cut(w, 3, manifold="doubly_stochastic", max_steps=300)
+    f_ds = rc.x
     wn = jnp.asarray(w / w.sum(1).max())
     assert float(ratio_cut_cost(f_rim, wn)) <= float(ratio_cut_cost(f_ds, wn)) * (1 + 1e-6)
 
@@ -83,7 +88,8 @@ def test_full_digits_spectral_start_vs_spectral_clustering():
     from sklearn.metrics import normalized_mutual_info_score
 
     w, y = _digits_graph(1797)
-    labels, f, _ = ratio_cut(w, 10, max_steps=100)
+    rc = ratio_cut(w, 10, max_steps=100)
+    labels, f = rc.state.labels, rc.x
     wn = jnp.asarray(w / w.sum(1).max())
     sc = SpectralClustering(10, affinity="precomputed", random_state=0).fit(w)
     sc_cost = float(ratio_cut_cost(jnp.asarray(np.eye(10)[sc.labels_]), wn))
@@ -113,7 +119,8 @@ def test_digits_rim_vs_doubly_stochastic_cost_and_time():
         # best of 3 for the ~1 s RIM solve: one run on the shared machine moved it by 10%+
         for _ in range(3 if man == "rim" else 1):
             t = time.perf_counter()
-            _, f, _ = jax.block_until_ready(ratio_cut(w, 10, **kw))
+            rc = jax.block_until_ready(ratio_cut(w, 10, **kw))
+            f = rc.x
             best = min(best, time.perf_counter() - t)
         out[man] = (float(ratio_cut_cost(f, wn)), best)
     assert out["rim"][0] <= out["doubly_stochastic"][0] * (1 + 1e-3)
