@@ -12,6 +12,7 @@ from jaxsolve.cluster.kmeans import KMeansState, kmeans
 from jaxsolve.cluster.kmeans_newton import kmeans_newton
 from jaxsolve.cluster.nlr import nlr, nlr_reference_options, nlr_start
 from jaxsolve.cluster.ratio_cut import (
+    RatioCutState,
     laplacian,
     ratio_cut,
     ratio_cut_cost,
@@ -21,6 +22,7 @@ from jaxsolve.cluster.ratio_cut import (
 __all__ = [
     "CentredSphere",
     "KMeansState",
+    "RatioCutState",
     "laplacian",
     "ratio_cut",
     "ratio_cut_cost",
