@@ -701,14 +701,6 @@ def _cubic_subproblem(st, gv, g_om, gnorm, sigma, max_inner, rtol, guess=None):
     return _from_eigen(st, out.xi), out.om, out.best_lam, out.found, out.it
 
 
-def _num(value):
-    """A numeric hyperparameter as a traced field: Python ints become floats (an int field
-    would be static, and a sweep over it would recompile)."""
-    if isinstance(value, int | np.integer) and not isinstance(value, bool):
-        return float(value)
-    return value
-
-
 class KMeansNewton(AbstractSolver):
     r"""Cubic-regularized Riemannian Newton for log-barrier K-means; built by `kmeans_newton`.
 
@@ -717,7 +709,8 @@ class KMeansNewton(AbstractSolver):
     multiplicative step's halvings) and ``path``. Every other field is a traced numeric
     hyperparameter (``mu``, ``sigma0``, ``sigma_min``, ``eta1``, ``eta2``, ``inner_rtol``,
     ``tau``, ``mu_start``, ``mu_factor``, ``centrality``, ``grow_max``, ``kappa``,
-    ``gamma``): a sweep over them reuses one compilation. They meet the iterate's dtype
+    ``gamma``; floats or arrays: a Python int is static, as the protocol treats ints): a
+    sweep over them reuses one compilation. They meet the iterate's dtype
     through `jaxsolve.core.protocol.hyper`.
     """
 
@@ -1007,19 +1000,19 @@ def kmeans_newton(
     if not (isinstance(max_inner, int) and max_inner >= 1):
         raise ValueError(f"max_inner must be a positive int, got {max_inner!r}")
     return KMeansNewton(
-        mu=_num(mu),
-        sigma0=_num(sigma0),
-        sigma_min=_num(sigma_min),
-        eta1=_num(eta1),
-        eta2=_num(eta2),
-        inner_rtol=_num(inner_rtol),
-        tau=_num(tau),
-        mu_start=_num(mu_start),
-        mu_factor=_num(mu_factor),
-        centrality=_num(centrality),
-        grow_max=_num(grow_max),
-        kappa=_num(kappa),
-        gamma=_num(gamma),
+        mu=mu,
+        sigma0=sigma0,
+        sigma_min=sigma_min,
+        eta1=eta1,
+        eta2=eta2,
+        inner_rtol=inner_rtol,
+        tau=tau,
+        mu_start=mu_start,
+        mu_factor=mu_factor,
+        centrality=centrality,
+        grow_max=grow_max,
+        kappa=kappa,
+        gamma=gamma,
         halvings=halvings,
         max_inner=int(max_inner),
         path=path,

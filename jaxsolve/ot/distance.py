@@ -120,7 +120,6 @@ def w2(
     if tol is None:
         tol = 1e-4 if dtype == jnp.float64 else 1e-3
     sg = jax.lax.stop_gradient
-    stepsize = float(stepsize) if isinstance(stepsize, int) else stepsize
     solver = _W2Ascent(stepsize=stepsize, subsample=int(subsample))
     sol = solve(solver, jnp.zeros(grid.shape, dtype), (sg(a), sg(b)), tol=tol, max_steps=max_steps)
     f = sg(sol.state.x)

@@ -57,14 +57,6 @@ __all__ = [
 _SCHEDULES = ("constant", "sqrt", "adaptive")
 
 
-def _num(value):
-    """A numeric hyperparameter as a traced field: Python ints become floats (an int field
-    would be static, and a sweep over it would recompile)."""
-    if isinstance(value, int | np.integer) and not isinstance(value, bool):
-        return float(value)
-    return value
-
-
 class BarycenterState(NamedTuple):
     """State of :func:`sobolev_barycenter`.
 
@@ -158,7 +150,7 @@ class SobolevBarycenter(AbstractSolver):
     ``args = (densities, weights)``, ``state.x`` the barycenter histogram). Static fields:
     ``subsample``, ``method``, ``schedule``, ``momentum`` and ``implicit_solve`` (the linear
     solver of `barycenter`'s implicit derivative). Traced: ``stepsize``, ``grow`` and
-    ``shrink`` (a sweep over them reuses one compilation), cast to the potentials' dtype
+    ``shrink`` (floats or arrays; a sweep over them reuses one compilation), cast to the potentials' dtype
     by `jaxsolve.core.protocol.hyper`.
     """
 
@@ -321,9 +313,9 @@ def sobolev_barycenter(
     if is_concrete(stepsize) and not np.all(np.asarray(stepsize) > 0):
         raise ValueError(f"stepsize must be positive, got {stepsize!r}")
     return SobolevBarycenter(
-        stepsize=_num(stepsize),
-        grow=_num(grow),
-        shrink=_num(shrink),
+        stepsize=stepsize,
+        grow=grow,
+        shrink=shrink,
         subsample=int(subsample),
         method=method,
         schedule=schedule,
