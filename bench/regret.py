@@ -26,8 +26,10 @@ import argparse
 import pathlib
 import sys
 import time
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -39,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 from _util import write_results  # noqa: E402
 
 import jaxsolve  # noqa: E402
-from jaxsolve.core import make_solver  # noqa: E402
+from jaxsolve.core import AbstractSolver, hyper  # noqa: E402
 from jaxsolve.projections import simplex as project_simplex  # noqa: E402
 from jaxsolve.regret import kkt_gap, regret_matching  # noqa: E402
 
@@ -97,22 +99,27 @@ class PGDState(NamedTuple):
     status: jax.Array
 
 
-def _pgd_init(x0, args, *, hp, fun):
-    g = jax.grad(fun)(x0, args)
-    return PGDState(x0, jnp.int32(0), kkt_gap(g, x0), jnp.int32(0))
+class PGD(AbstractSolver):
+    """Projected gradient with a fixed step (the baseline of Tewolde et al.)."""
 
+    fun: Callable = eqx.field(static=True)
+    lr: Any = 0.1
 
-def _pgd_step(state, args, *, hp, fun):
-    g = jax.grad(fun)(state.x, args)
-    lr = hp["lr"].astype(state.error.dtype)
-    x = jax.tree.map(lambda xi, gi: project_simplex(xi - lr * gi), state.x, g)
-    g = jax.grad(fun)(x, args)
-    return PGDState(x, state.iter_num + 1, kkt_gap(g, x), state.status), None
+    def init(self, x0, args):
+        g = jax.grad(self.fun)(x0, args)
+        return PGDState(x0, jnp.int32(0), kkt_gap(g, x0), jnp.int32(0))
+
+    def step(self, state, args):
+        g = jax.grad(self.fun)(state.x, args)
+        lr = hyper(self.lr, state.error)
+        x = jax.tree.map(lambda xi, gi: project_simplex(xi - lr * gi), state.x, g)
+        g = jax.grad(self.fun)(x, args)
+        return PGDState(x, state.iter_num + 1, kkt_gap(g, x), state.status), None
 
 
 def pgd(fun, lr):
     """Projected gradient with a fixed step (the baseline of Tewolde et al.)."""
-    return make_solver(_pgd_init, _pgd_step, hp={"lr": lr}, fun=fun)
+    return PGD(fun=fun, lr=lr)
 
 
 def _count(sol, budget):

@@ -1,11 +1,11 @@
-"""A toy solver on the protocol, for testing the driver itself."""
+"""A toy solver on the protocol (an ``AbstractSolver`` Module), for testing the driver itself."""
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
-from jaxsolve.core import make_solver
+from jaxsolve.core import AbstractSolver, hyper
 
 
 class GDState(NamedTuple):
@@ -15,19 +15,23 @@ class GDState(NamedTuple):
     status: jax.Array
 
 
-def _init(x0, args, *, hp):
-    A, b = args
-    g = A @ x0 - b
-    return GDState(x0, jnp.int32(0), jnp.linalg.norm(g), jnp.int32(0))
+class GD(AbstractSolver):
+    """Gradient descent on 1/2 x'Ax - b'x (A SPD); ``lr`` is traced."""
 
+    lr: Any = 0.1
 
-def _step(state, args, *, hp):
-    A, b = args
-    x = state.x - hp["lr"].astype(state.x.dtype) * (A @ state.x - b)
-    err = jnp.linalg.norm(A @ x - b)
-    return GDState(x, state.iter_num + 1, err, state.status), None
+    def init(self, x0, args):
+        A, b = args
+        g = A @ x0 - b
+        return GDState(x0, jnp.int32(0), jnp.linalg.norm(g), jnp.int32(0))
+
+    def step(self, state, args):
+        A, b = args
+        x = state.x - hyper(self.lr, state.x) * (A @ state.x - b)
+        err = jnp.linalg.norm(A @ x - b)
+        return GDState(x, state.iter_num + 1, err, state.status), None
 
 
 def gd(lr=0.1):
     """Gradient descent on 1/2 x'Ax - b'x (A SPD)."""
-    return make_solver(_init, _step, hp={"lr": lr})
+    return GD(lr=lr)
