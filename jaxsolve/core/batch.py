@@ -37,6 +37,8 @@ __all__ = [
     "by_chunks",
     "run_tail",
     "final_by_chunks",
+    "apply_gathered",
+    "lockstep_rounds",
 ]
 
 
@@ -216,6 +218,69 @@ def final_by_chunks(solver, state, args, tol, k, g: int, size: int):
     final = lambda a: jax.vmap(lambda s, q, kk: _final(solver, s, q, tol, kk, None))(*a)  # noqa: E731
     sol = by_chunks(final, (state, args, k), g)
     return jax.tree.map(lambda v: v[:size], sol)
+
+
+def _chunk_ids(order, c, g):
+    return jax.lax.dynamic_slice(order, (c * g,), (g,))
+
+
+def apply_gathered(fn, pool, const, want, g: int):
+    """``fn(pool_chunk, const_chunk, want_chunk) -> pool_chunk`` on the lanes in
+    ``want`` only, gathered ``g`` at a time (the first chunks hold them; a chunk's
+    other lanes are padding whose results ``fn`` must leave unchanged), written back.
+    ``pool`` (written back) and ``const`` (only read) have the lane axis first."""
+    order = jnp.argsort(~want, stable=True)
+    n = (jnp.sum(want) + g - 1) // g
+
+    def each(c, pool):
+        idx = _chunk_ids(order, c, g)
+        return _put(pool, fn(_take(pool, idx), _take(const, idx), want[idx]), idx)
+
+    return jax.lax.fori_loop(0, n, each, pool)
+
+
+def lockstep_rounds(
+    advance, pool, const, *, g: int, keep: int, tail: int, active, running, between=None
+):
+    """Chunked lockstep with frozen lanes and straggler re-chunking, in one compiled loop.
+
+    Rounds, while more than ``tail`` lanes are ``active(pool)``: first the optional
+    ``between = (want, fn)`` runs ``fn`` on the lanes ``want(pool)`` gathered
+    (:func:`apply_gathered`: a solver's work between rounds, e.g. a QP's polish); then
+    the lanes ``running(pool)`` are gathered into chunks of ``g`` lanes, and each chunk
+    steps in lockstep, ``pool_chunk = advance(pool_chunk, const_chunk, run)`` (which
+    must leave the lanes not in ``run`` unchanged: frozen lanes), until at most
+    ``1/keep`` of the lanes it started with still run; its lanes are written back, so
+    a slow lane does not keep a chunk of finished ones busy. ``pool`` (per-lane state,
+    step counts, a solver's per-lane bookkeeping) is written back, ``const`` (per-lane
+    problem data) only read; both have the lane axis first, a multiple of ``g``
+    lanes. The last ``tail`` lanes are left for :func:`run_tail`. Returns ``pool``.
+    """
+    n_chunks = jax.tree.leaves(pool)[0].shape[0] // g
+
+    def run_chunk(c, pool, order):
+        idx = _chunk_ids(order, c, g)
+        p, cst = _take(pool, idx), _take(const, idx)
+        stop = jnp.sum(running(p)) // keep
+        p = jax.lax.while_loop(
+            lambda p: jnp.sum(running(p)) > stop, lambda p: advance(p, cst, running(p)), p
+        )
+        return _put(pool, p, idx)
+
+    def round_(pool):
+        if between is not None:
+            want, fn = between
+            pool = apply_gathered(fn, pool, const, want(pool), g)
+        run = running(pool)
+        order = jnp.argsort(~run, stable=True)  # running lanes first
+        n_busy = (jnp.sum(run) + g - 1) // g
+
+        def each(c, pool):
+            return jax.lax.cond(c < n_busy, lambda p: run_chunk(c, p, order), lambda p: p, pool)
+
+        return jax.lax.fori_loop(0, n_chunks, each, pool)
+
+    return jax.lax.while_loop(lambda p: jnp.sum(active(p)) > tail, round_, pool)
 
 
 def compact_widths(width: int, shrink: int = _SHRINK, smallest: int = 64) -> list[int]:

@@ -32,8 +32,10 @@ cache. A batch of ``B`` QPs of one shape runs as:
 4. ``finalize``: its polish runs, gathered, on the converged lanes that did not end at
    a polish of step 2, then ``finalize`` without polish (status) chunk by chunk.
 
-The generic parts are the core's (:mod:`jaxsolve.core.batch`: chunked application,
-frozen lanes, the single-lane tail, the chunked finalize); what is FlexQP's comes
+The generic parts are the core's (:mod:`jaxsolve.core.batch`: the rounds of chunked
+lockstep with frozen lanes and re-chunking, ``lockstep_rounds``; the gathered work
+between rounds, ``apply_gathered``; the single-lane tail, ``run_tail``; the chunked
+finalize); what is FlexQP's comes
 from the solver's hooks (:class:`~jaxsolve.qp.flexqp.FlexQP`: ``polish_step``,
 ``final_polish``, ``refactor`` and the step's run-time options).
 
@@ -46,11 +48,20 @@ from __future__ import annotations
 
 import dataclasses
 from functools import partial
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
-from jaxsolve.core.batch import _put, _take, by_chunks, final_by_chunks, lane_select, run_tail
+from jaxsolve.core.batch import (
+    _take,
+    apply_gathered,
+    by_chunks,
+    final_by_chunks,
+    lane_select,
+    lockstep_rounds,
+    run_tail,
+)
 from jaxsolve.core.driver import _done
 from jaxsolve.qp.flexqp import FlexQP, WarmStart
 
@@ -58,6 +69,18 @@ __all__ = ["solve_lockstep"]
 
 _LANES = "lanes"
 _NEAR = 1e-2  # starting error below which a lane is polished before its first step
+
+
+class _Pool(NamedTuple):
+    """Per-lane bookkeeping of the rounds: the state (without its constant ``data``),
+    the step count, the polish threshold, whether the lane ended at a polish, and its
+    next polish checkpoint."""
+
+    s: Any
+    k: jax.Array
+    thr: jax.Array
+    fresh: jax.Array
+    nxt: jax.Array
 
 
 def _steps(solver: FlexQP, defer_refactor: bool = False):
@@ -210,98 +233,65 @@ def solve_lockstep(
     def active(s, k):
         return ~_done(s, tol) & (k < max_steps)
 
-    def running(s, k, t, nx):
+    def running(p: _Pool):
         # a lane pauses (for the next round's polish) below its threshold or at its
-        # polish checkpoint nx, like the single-QP loop's polish at steps 1, 2, 4, ...:
+        # polish checkpoint nxt, like the single-QP loop's polish at steps 1, 2, 4, ...:
         # a lane whose ADMM error stalls above the threshold (float32, infeasible QPs)
         # still gets polished, at 32 steps and every 16 steps after (32 float32
         # infeasible QPs at n = 20: 19 MAX_STEPS instead of 25, the lax.map path 18)
-        return active(s, k) & ~(s.error <= t) & (k < nx)
+        return active(p.s, p.k) & ~(p.s.error <= p.thr) & (p.k < p.nxt)
 
-    def run_chunk(c, carry, order):
-        pool, k, thr, fresh, nxt = carry
-        idx = jax.lax.dynamic_slice(order, (c * g,), (g,))
-        s, kk, tt, nx, args = _take(pool, idx), k[idx], thr[idx], nxt[idx], _take(qp, idx)
-        n0 = jnp.sum(running(s, kk, tt, nx))
-        stop = n0 // keep
+    def advance(p: _Pool, const, run):
+        data, args = const
+        s = p.s._replace(data=data)
+        new, info = step(s, args, run)
+        # the scaled problem data is the same in both: select the iterates only
+        # (and with deferred refactorization the step leaves the factor as it was)
+        fixed = {"data": None, "L": None} if h > 0 else {"data": None}
+        kept = lane_select(run, new._replace(**fixed), s._replace(**fixed))
+        kept = kept._replace(data=s.data, L=s.L) if h > 0 else kept._replace(data=s.data)
+        if h > 0:
+            need = info.rho_changed & run
+            kept = jax.lax.cond(
+                jnp.any(need),
+                lambda t: _refactor(solver, t, need, info.rho, h),
+                lambda t: t,
+                kept,
+            )
+        return p._replace(s=kept._replace(data=None), k=p.k + w * run.astype(jnp.int32))
 
-        def cond(inner):
-            s, kk = inner
-            return jnp.sum(running(s, kk, tt, nx)) > stop
-
-        def body(inner):
-            s, kk = inner
-            run = running(s, kk, tt, nx)
-            new, info = step(s, args, run)
-            # the scaled problem data is the same in both: select the iterates only
-            # (and with deferred refactorization the step leaves the factor as it was)
-            fixed = {"data": None, "L": None} if h > 0 else {"data": None}
-            kept = lane_select(run, new._replace(**fixed), s._replace(**fixed))
-            kept = kept._replace(data=s.data, L=s.L) if h > 0 else kept._replace(data=s.data)
-            if h > 0:
-                need = info.rho_changed & run
-                kept = jax.lax.cond(
-                    jnp.any(need),
-                    lambda t: _refactor(solver, t, need, info.rho, h),
-                    lambda t: t,
-                    kept,
-                )
-            return kept, kk + w * run.astype(jnp.int32)
-
-        s, kk = jax.lax.while_loop(cond, body, (s, kk))
-        # the problem data never changes: write back the iterates only
-        dyn = lambda t: t._replace(data=None)  # noqa: E731
-        pool = _put(dyn(pool), dyn(s), idx)._replace(data=pool.data)
-        return pool, k.at[idx].set(kk), thr, fresh, nxt
-
-    def polish_chunk(c, carry, order, cand):
-        pool, k, thr, fresh, nxt = carry
-        idx = jax.lax.dynamic_slice(order, (c * g,), (g,))
-        s, args, want = _take(pool, idx), _take(qp, idx), cand[idx]
+    def polish(p: _Pool, const, want):
+        data, args = const
+        s = p.s._replace(data=data)
         new = jax.vmap(polish_one)(s, args)
         s = lane_select(want, new._replace(data=None), s._replace(data=None))
-        dyn = lambda t: t._replace(data=None)  # noqa: E731
-        pool = _put(dyn(pool), s, idx)._replace(data=pool.data)
-        t = jnp.where(want, 0.1 * jnp.minimum(thr[idx], s.error), thr[idx])
+        t = jnp.where(want, 0.1 * jnp.minimum(p.thr, s.error), p.thr)
         # a lane that ends at this polish is not polished again in finalize
-        f = fresh[idx] | (want & (s.error <= tol))
-        nx = jnp.where(want & (k[idx] >= nxt[idx]), k[idx] + 16, nxt[idx])
-        return pool, k, thr.at[idx].set(t), fresh.at[idx].set(f), nxt.at[idx].set(nx)
+        f = p.fresh | (want & (s.error <= tol))
+        nx = jnp.where(want & (p.k >= p.nxt), p.k + 16, p.nxt)
+        return _Pool(s, p.k, t, f, nx)
 
-    def round_(carry):
-        pool, k, thr, fresh, nxt = carry
-        if polish_at > 0:
-            cand = active(pool, k) & ((pool.error <= thr) | (k >= nxt))
-            order = jnp.argsort(~cand, stable=True)
-            n_pol = (jnp.sum(cand) + g - 1) // g
+    def polish_wanted(p: _Pool):
+        return active(p.s, p.k) & ((p.s.error <= p.thr) | (p.k >= p.nxt))
 
-            def each_p(c, carry):
-                return jax.lax.cond(
-                    c < n_pol, lambda cr: polish_chunk(c, cr, order, cand), lambda cr: cr, carry
-                )
-
-            pool, k, thr, fresh, nxt = jax.lax.fori_loop(
-                0, n_chunks, each_p, (pool, k, thr, fresh, nxt)
-            )
-        run = running(pool, k, thr, nxt)
-        order = jnp.argsort(~run, stable=True)  # running lanes first
-        n_busy = (jnp.sum(run) + g - 1) // g
-
-        def each(c, carry):
-            return jax.lax.cond(
-                c < n_busy, lambda cr: run_chunk(c, cr, order), lambda cr: cr, carry
-            )
-
-        return jax.lax.fori_loop(0, n_chunks, each, (pool, k, thr, fresh, nxt))
-
+    data = pool.data
+    const = (data, qp)
     fresh = jnp.zeros((n_lanes,), bool)
     # polish checkpoints (in steps of tail_solver): none without in-round polishing
     nxt = jnp.full((n_lanes,), 32 if polish_at > 0 else max_steps, jnp.int32)
-    pool, k, thr, fresh, nxt = jax.lax.while_loop(
-        lambda carry: jnp.sum(active(carry[0], carry[1])) > tail,
-        round_,
-        (pool, k, thr, fresh, nxt),
+    lanes = _Pool(pool._replace(data=None), k, thr, fresh, nxt)
+    lanes = lockstep_rounds(
+        advance,
+        lanes,
+        const,
+        g=g,
+        keep=keep,
+        tail=tail,
+        active=lambda p: active(p.s, p.k),
+        running=running,
+        between=(polish_wanted, polish) if polish_at > 0 else None,
     )
+    pool, k, fresh = lanes.s._replace(data=data), lanes.k, lanes.fresh
 
     if tail > 0:
         # the last lanes, one after another with real branches (the core's tail)
@@ -311,19 +301,16 @@ def solve_lockstep(
         # finalize's polish, gathered: only the converged lanes that did not end at an
         # in-round polish (most lanes do); then finalize without polish, which gives
         # the same state as finalize with it on each lane
-        want = (pool.error <= tol) & ~fresh
-        order = jnp.argsort(~want, stable=True)
-        n_pol = (jnp.sum(want) + g - 1) // g
         fp = solver.final_polish
 
-        def final_polish(c, pool):
-            idx = jax.lax.dynamic_slice(order, (c * g,), (g,))
-            s, args, w = _take(pool, idx), _take(qp, idx), want[idx]
-            new = jax.vmap(fp)(s, args, w)
-            dyn = lambda t: t._replace(data=None)  # noqa: E731
-            s = lane_select(w, dyn(new), dyn(s))
-            return _put(dyn(pool), s, idx)._replace(data=pool.data)
+        def final_polish(s, const, want):
+            data, args = const
+            s = s._replace(data=data)
+            new = jax.vmap(fp)(s, args, want)
+            return lane_select(want, new._replace(data=None), s._replace(data=None))
 
-        pool = jax.lax.fori_loop(0, n_pol, final_polish, pool)
+        want = (pool.error <= tol) & ~fresh
+        dyn = apply_gathered(final_polish, pool._replace(data=None), const, want, g)
+        pool = dyn._replace(data=data)
         solver = dataclasses.replace(solver, polish=False)
     return final_by_chunks(solver, pool, qp, tol, k, g, size)
