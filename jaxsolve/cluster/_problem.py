@@ -93,7 +93,7 @@ def _householder_with_first_row(q0):
 def feasible_point(key, n: int, n_clusters: int, rank: int, dtype=None, *, labels=None):
     r"""A strictly feasible start ``(V, Q)``: ``phi(V, Q) > 0`` entrywise (needs ``rank > K``).
 
-    See :func:`_feasible_point` for the construction; compiled once per shape (an eager
+    See `_feasible_point` for the construction; compiled once per shape (an eager
     call re-traced its Sinkhorn scan: ~1 s of host time per call).
     """
     dtype = jnp.result_type(float) if dtype is None else jnp.dtype(dtype)
@@ -152,7 +152,7 @@ def sym_sinkhorn(u, sweeps: int):
 
     Then ``diag(s) U`` has ``(diag(s) U)(diag(s) U)^T 1 = 1`` (the SDP's row sums), and
     it stays positive. Fixed-point sweeps ``s <- sqrt(s / (U U^T s))`` from ``s = 1``,
-    ``O(n r)`` each (used by :func:`feasible_point` and the K-means Newton solver's
+    ``O(n r)`` each (used by `feasible_point` and the K-means Newton solver's
     positive retraction).
     """
 
@@ -185,8 +185,8 @@ def positive_retract(u, rel, t, radius, sweeps: int = 30):
     ``u`` is the lift ``U = phi(V, Q)`` of the current point (``radius = ||V||``),
     ``rel = dU / U`` for a tangent step with ``dU = D phi[Xi, Omega Q]``; the caller's
     ``U`` is reused across trial lengths ``t``. ``U * exp(t rel)`` is positive for every ``t``; a
-    symmetric Sinkhorn scaling (:func:`sym_sinkhorn`, ``sweeps`` sweeps, positive)
-    restores the row sums and :func:`factor_lift` returns ``(V, Q)`` on the manifold (its
+    symmetric Sinkhorn scaling (`sym_sinkhorn`, ``sweeps`` sweeps, positive)
+    restores the row sums and `factor_lift` returns ``(V, Q)`` on the manifold (its
     trace rescaling shrinks or stretches ``V`` by ``1 + O(t^2)``). For a tangent ``dU``
     the row sums and the trace change at second order only, so the curve starts at
     ``(V, Q)`` with velocity ``dU``: a first-order retraction (on the quotient by the
@@ -259,7 +259,7 @@ def round_candidates(u, x, k: int, steps: int = 30):
     is the block-diagonal cluster matrix, they differ when it is only near it.
 
     Lloyd (farthest-first seeding, ``steps`` iterations) on (1) the normalized rows of
-    ``U`` (:func:`round_labels`), (2) the rows of ``U`` as they are, and (3) the denoised
+    ``U`` (`round_labels`), (2) the rows of ``U`` as they are, and (3) the denoised
     points ``Z X``: row ``i`` is the ``Z``-weighted mean of the data seen from point
     ``i`` (its cluster's mean for an exact ``Z``), the rounding of the K-means SDP by
     Mixon, Villar and Ward (2017). Measured on scikit-learn's digits (K = 10, where
@@ -267,7 +267,7 @@ def round_candidates(u, x, k: int, steps: int = 30):
     20 Lloyd steps in the data space: 1.0012 / 1.0078 / 1.0012 x scikit-learn's inertia
     from one solution and 1.024 / 1.008 / 1.001 from the same solution computed with
     another floating-point reduction order; (1) alone was the previous rounding.
-    :func:`jaxsolve.cluster.kmeans` keeps the candidate with the lowest K-means objective.
+    `jaxsolve.cluster.kmeans` keeps the candidate with the lowest K-means objective.
     """
     out = [round_labels(u, k, steps)]
     for pts in (u, u @ (u.T @ x)):

@@ -125,14 +125,14 @@ def kmeans(
     Riemannian optimization for K-means clustering" (ICLR 2026): the factor
     ``U = [1/sqrt(n), V] Q`` on the product of the centred sphere and ``O_r``, the
     log-barrier ``-mu/(n r) sum log U_ij`` for ``U > 0``, cubic-regularized Riemannian
-    Newton with a linear-time subproblem (:func:`jaxsolve.cluster.kmeans_newton`).
+    Newton with a linear-time subproblem (`jaxsolve.cluster.kmeans_newton`).
     ``method="nlr"``: the first-order baseline of Zhuang et al. (ICLR 2024),
-    :func:`jaxsolve.cluster.nlr` with our tuned defaults, from the lift of Newton's
+    `jaxsolve.cluster.nlr` with our tuned defaults, from the lift of Newton's
     feasible start; ``**nlr_reference_options(X)`` (and ``max_steps=50_000``) gives the
-    reference code's step and penalty (:func:`jaxsolve.cluster.nlr_reference_options`).
+    reference code's step and penalty (`jaxsolve.cluster.nlr_reference_options`).
 
     The relaxed solution ``Z = U U^T`` is rounded to labels three ways
-    (:func:`jaxsolve.cluster.round_candidates`: clustering the normalized rows of ``U``,
+    (`jaxsolve.cluster.round_candidates`: clustering the normalized rows of ``U``,
     its raw rows, and the denoised points ``Z X``; all exact when ``Z`` is the
     block-diagonal cluster matrix, paper 12, Lemma 1), ``polish`` Lloyd iterations in the
     data space refine each (``polish=0``: the roundings as they are), and the partition
@@ -163,10 +163,10 @@ def kmeans(
         **solver_options: passed to the solver factory.
 
     Returns:
-        A :class:`jaxsolve.Solution` whose ``x`` is the centers ``(K, d)`` (means of the
+        A `jaxsolve.Solution` whose ``x`` is the centers ``(K, d)`` (means of the
         clusters) and whose ``state`` is a `KMeansState`: ``sol.state.labels`` (int labels
         ``(n,)``), ``sol.state.inertia`` and ``sol.state.relaxation`` (the
-        :class:`jaxsolve.Solution` of the relaxation: ``x`` is ``(V, Q)`` for Newton, ``U``
+        `jaxsolve.Solution` of the relaxation: ``x`` is ``(V, Q)`` for Newton, ``U``
         for NLR). ``status``, ``num_steps`` and ``error`` are the relaxation's.
     """
     if method not in ("newton", "nlr"):

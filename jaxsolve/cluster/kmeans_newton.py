@@ -1,7 +1,7 @@
 r"""Cubic-regularized Riemannian Newton for the K-means SDP (Xu, Hou, Chen, Zhang, ICLR 2026).
 
 Problem (paper 12, eq. 13) on the product manifold ``V x O_r`` of
-:func:`jaxsolve.cluster.kmeans_manifold`, with ``U = phi(V, Q) = [1/sqrt(n), V] Q``::
+`jaxsolve.cluster.kmeans_manifold`, with ``U = phi(V, Q) = [1/sqrt(n), V] Q``::
 
     min_{V, Q}  f(V, Q) = -||X^T V||_F^2 - w * sum_ij log U_ij,    w = mu / (n r),
 
@@ -20,7 +20,7 @@ is bracketed and found by bisection (paper 12: monotone in ``lam``, Lemma 2), wi
 safeguarded Newton steps on ``phi(lam) = 1/||p|| - sigma/lam`` (increasing and concave,
 so Newton's iterates approach the root monotonically from the left after at most one
 step: 1-7 factorizations per step, measured; the search also ends once ``p`` itself is
-accurate to ``inner_rtol``, see :func:`_cubic_subproblem`).
+accurate to ``inner_rtol``, see `_cubic_subproblem`).
 
 Linear-time structure. In tangent coordinates ``(Xi, omega)`` (``Xi`` an ``n x (r-1)``
 centred matrix orthogonal to ``V``; ``Q-dot = Omega Q`` with ``Omega = sum_k omega_k E_k``
@@ -54,13 +54,13 @@ from the inertia (Haynsworth's additivity, Cholesky of the reduced blocks). ``B 
 itself may be indefinite (one negative eigenvalue at the mixtures' solutions, where the
 horizontal Hessian's smallest eigenvalue is 0.38): up to ``k`` (at most ``p + 1 + m_v``,
 capped at 8) of its smallest eigenvalues are moved into the low-rank part (see
-:func:`_factor_t`), so ``lam`` can go to 0 and the end game is Newton's (quadratic).
+`_factor_t`), so ``lam`` can go to 0 and the end game is Newton's (quadratic).
 A step costs ``O(n (r^3 + d^2 r^2))``: linear in the number of points.
 
 The iterate stays strictly feasible: a trial point with some ``U_ij <= 0`` has cost
 ``+inf``, is rejected and ``sigma`` grows, so ``log`` never sees a non-positive entry.
 The step is taken along ``U exp(t dU / U)`` (``path="multiplicative"``, see
-:func:`kmeans_newton`), where the straight line ``U + t dU`` would have to stop short of
+`kmeans_newton`), where the straight line ``U + t dU`` would have to stop short of
 the first entry it drives to zero: half the steps on the bench's datasets.
 """
 
@@ -210,7 +210,7 @@ def _eigh_small(blocks):
     sweep (the previous choice, for margin) cost far more than its share inside the
     compiled step: gmm300 took 1.2x the time with 5 (same step counts and iterates to
     1e-14), while ``_eigh_small`` alone took 1.14x. The
-    eigenvalues come unsorted: only their global order matters (:func:`_structure`).
+    eigenvalues come unsorted: only their global order matters (`_structure`).
     Larger blocks go to ``jnp.linalg.eigh``.
     """
     n, p, _ = blocks.shape
@@ -437,7 +437,7 @@ def _factor_t(st, lam):
 
     Everything that does not depend on ``lam`` (the moved set, the border rows in eigen
     coordinates, the static index maps of the reduced matrix) comes from
-    :func:`_structure`: a factorization is a handful of fused ops (the per-op overhead,
+    `_structure`: a factorization is a handful of fused ops (the per-op overhead,
     not the arithmetic, dominates at n = 150-300).
     """
     n, p = st.evals.shape
@@ -560,7 +560,7 @@ def _factor(st, lam):
     """Assemble and factor the reduced KKT system at ``lam``; returns (ok, solve).
 
     ``solve(gx, h_om) -> (xi, omega)`` solves ``(Hess + lam) p = -g`` on the tangent
-    (horizontal) space, ``gx`` the ambient ``(n, p)`` gradient part (see :func:`_factor_t`).
+    (horizontal) space, ``gx`` the ambient ``(n, p)`` gradient part (see `_factor_t`).
     """
     ok, solve_t = _factor_t(st, lam)
 
@@ -929,9 +929,9 @@ def kmeans_newton(
     K-means clustering", ICLR 2026 (arXiv 2509.21675). See the module docstring for the
     cost, the product manifold and the linear-time subproblem.
 
-    The iterate is ``x = (V, Q)`` on :func:`jaxsolve.cluster.kmeans_manifold`
-    (start from :func:`jaxsolve.cluster.feasible_point`: ``phi(V, Q) > 0``); ``args`` is the
-    centred, unit-norm data ``X`` (``n x d``, :func:`jaxsolve.cluster.prepare_data`).
+    The iterate is ``x = (V, Q)`` on `jaxsolve.cluster.kmeans_manifold`
+    (start from `jaxsolve.cluster.feasible_point`: ``phi(V, Q) > 0``); ``args`` is the
+    centred, unit-norm data ``X`` (``n x d``, `jaxsolve.cluster.prepare_data`).
     ``error`` is the Riemannian gradient norm.
 
     Args:
@@ -966,7 +966,7 @@ def kmeans_newton(
             manifold's retraction of ``t p``, ``t`` cut by ``tau`` (the straight line
             ``U + t dU`` may cross ``U_ij = 0``). ``"multiplicative"`` (default, our
             addition): the positive retraction ``U exp(t dU / U)`` then Sinkhorn and the
-            factor (:func:`jaxsolve.cluster._problem.positive_retract`; a first-order
+            factor (`jaxsolve.cluster._problem.positive_retract`; a first-order
             retraction along which ``log U`` is linear, the geodesics of the barrier's
             Hessian metric), from ``t = min(1, kappa / max |dU / U|)``, halved (at most
             ``halvings`` times) while the trial's gradient norm exceeds ``gamma``

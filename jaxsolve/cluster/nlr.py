@@ -110,7 +110,7 @@ def nlr(
 
     Paper: Zhuang, Chen, Yang, Zhang, ICLR 2024 (the first-order method of paper 12's
     comparison). ``x`` is the factor ``U`` (``n x r``, ``U >= 0``, ``||U||_F^2 = K``; start
-    from :func:`jaxsolve.cluster.nlr_start`), ``args`` the centred unit-norm data.
+    from `jaxsolve.cluster.nlr_start`), ``args`` the centred unit-norm data.
 
     Args:
         alpha: primal step size, in units of ``1/max(beta n, 1)`` (the data has unit Frobenius
@@ -120,7 +120,7 @@ def nlr(
             reference code's ``beta = 10`` acts on *raw* data, whose data term is
             ``S = ||X - mean||_F^2`` times ours (``S`` in the hundreds to thousands), so it
             corresponds to ``10 / S`` here (with its step ``1e-6`` as ``1e-6 S``:
-            :func:`nlr_reference_options`). The default 0.01 is the best of a grid
+            `nlr_reference_options`). The default 0.01 is the best of a grid
             ``beta in {0.003, ..., 30}``, ``alpha in {0.3, ..., 0.9}`` on a 150-point
             mixture, iris, wine, breast_cancer and digits: 10-100x fewer steps than
             ``beta = 10`` on unit-norm data, which over-weights the constraint (46 359 vs
@@ -129,7 +129,7 @@ def nlr(
             ``S ~ 1e5``, the reference settings take half the steps of this default).
         dual_gate: the dual step is taken once ``||Delta U|| / sqrt(K)`` drops below this.
         step: an absolute primal step size (replaces ``alpha / max(beta n, 1)``); used by
-            :func:`nlr_reference_options` to run the reference code's fixed step.
+            `nlr_reference_options` to run the reference code's fixed step.
     """
     for name, val in (("alpha", alpha), ("beta", beta), ("dual_gate", dual_gate)):
         check_positive(name, val)
@@ -152,8 +152,8 @@ def nlr_reference_options(X) -> dict:
     Lagrangian by ``S`` (and the multipliers ``y`` by ``S``) gives exactly our Lagrangian
     with ``beta / S`` and gradient ``1/S`` times the raw one, so the raw iteration is
     ours with ``beta = 10 / S`` and the absolute step ``1e-6 S``. Returns the keyword
-    options of :func:`nlr` (use ``rank = 2K``, ``max_steps = 50_000``, ``tol = 1e-6`` and
-    :func:`nlr_start` with ``kind="reference"``).
+    options of `nlr` (use ``rank = 2K``, ``max_steps = 50_000``, ``tol = 1e-6`` and
+    `nlr_start` with ``kind="reference"``).
     """
     x = jnp.asarray(X)
     xc = x - jnp.mean(x, axis=0, keepdims=True)
@@ -169,7 +169,7 @@ def nlr_start(key, n: int, n_clusters: int, rank: int, dtype=None, *, kind: str 
     ``kind="reference"``: the reference code's ``U = Pi(|randn(n, r)|)`` (positive part,
     scaled to ``||U||_F^2 = K``; its row sums ``U U^T 1`` are about ``2K/pi``, not 1).
 
-    For ``rank > K`` it is the lift of :func:`jaxsolve.cluster.feasible_point` (random
+    For ``rank > K`` it is the lift of `jaxsolve.cluster.feasible_point` (random
     balanced groups, ``U_i = a e_{g(i)} + b 1``), the point the Newton solver starts
     from, so both methods start alike. (A uniform random ``U`` rescaled to
     ``||U||^2 = K`` has ``U U^T 1 ~ K``: on the 1797 digits the first penalty step then
