@@ -1,21 +1,21 @@
 r"""Frank-Wolfe (conditional gradient): vanilla, away-step and pairwise, with a certified gap.
 
-For :math:`\min_{x \in C} f(x)`, :math:`f` convex and smooth, :math:`C` compact convex given
-by a linear minimization oracle (:mod:`jaxsolve.frank_wolfe.lmo`). Each step calls the
-oracle once at the current gradient, :math:`v_t = \mathrm{LMO}(\nabla f(x_t))`, which gives
-the Frank-Wolfe gap :math:`g_t = \langle\nabla f(x_t), x_t - v_t\rangle \ge f(x_t) - f^\star`
-and the lower bound :math:`f(x_t) - g_t \le f^\star` (convexity). ``state.error`` is the
-certified gap :math:`f(x_t) - \max_{i \le t}(f(x_i) - g_i) \le g_t`: with an exact oracle and a
-convex ``f`` it is never below :math:`f(x_t) - f^\star`.
+For $\min_{x \in C} f(x)$, $f$ convex and smooth, $C$ compact convex given
+by a linear minimization oracle (`jaxsolve.frank_wolfe.lmo`). Each step calls the
+oracle once at the current gradient, $v_t = \mathrm{LMO}(\nabla f(x_t))$, which gives
+the Frank-Wolfe gap $g_t = \langle\nabla f(x_t), x_t - v_t\rangle \ge f(x_t) - f^\star$
+and the lower bound $f(x_t) - g_t \le f^\star$ (convexity). ``state.error`` is the
+certified gap $f(x_t) - \max_{i \le t}(f(x_i) - g_i) \le g_t$: with an exact oracle and a
+convex ``f`` it is never below $f(x_t) - f^\star$.
 
 Variants (Lacoste-Julien & Jaggi, "On the global linear convergence of Frank-Wolfe
 optimization variants", NeurIPS 2015):
 
-* ``"vanilla"``: :math:`x^+ = x + \gamma (v - x)`, :math:`\gamma \in [0, 1]` (Frank & Wolfe 1956).
+* ``"vanilla"``: $x^+ = x + \gamma (v - x)$, $\gamma \in [0, 1]$ (Frank & Wolfe 1956).
 * ``"away"``: also considers moving away from the active vertex
-  :math:`a = \arg\max_{u \in S} \langle\nabla f, u\rangle`, :math:`d = x - a`,
-  :math:`\gamma_{\max} = \lambda_a/(1-\lambda_a)`, when its gap is larger.
-* ``"pairwise"``: :math:`d = v - a`, :math:`\gamma_{\max} = \lambda_a`.
+  $a = \arg\max_{u \in S} \langle\nabla f, u\rangle$, $d = x - a$,
+  $\gamma_{\max} = \lambda_a/(1-\lambda_a)$, when its gap is larger.
+* ``"pairwise"``: $d = v - a$, $\gamma_{\max} = \lambda_a$.
 
 The active set (vertices and convex weights) lives in fixed-capacity arrays
 (``capacity`` rows of the flattened iterate), so the whole method jits and vmaps;
@@ -296,31 +296,31 @@ def frank_wolfe(
     r"""Frank-Wolfe with a certified optimality gap.
 
     Minimizes a convex, smooth ``fun(x, args)`` over the set of ``lmo`` (an
-    :class:`~jaxsolve.frank_wolfe.LMO` or any callable ``g -> argmin_{v in C} <g, v>``).
-    ``state.error`` is :math:`f(x_t) - \max_{i\le t}(f(x_i) - g_i)`, a certified upper
-    bound on :math:`f(x_t) - f^\star` that is at most the current FW gap :math:`g_t`
+    `LMO` or any callable ``g -> argmin_{v in C} <g, v>``).
+    ``state.error`` is $f(x_t) - \max_{i\le t}(f(x_i) - g_i)$, a certified upper
+    bound on $f(x_t) - f^\star$ that is at most the current FW gap $g_t$
     (with ``step="primal_dual"`` the primal-dual lower bound is included as well).
 
     Args:
         fun: objective ``fun(x, args) -> scalar``, ``x`` any pytree.
         lmo: linear minimization oracle over the feasible set.
-        step: ``"open_loop"`` (:math:`\ell/(t+\ell)`), ``"short"`` (needs ``lipschitz``),
+        step: ``"open_loop"`` ($\ell/(t+\ell)$), ``"short"`` (needs ``lipschitz``),
             ``"backtracking"`` (Pedregosa et al. 2020; ``lipschitz`` is the initial
             estimate, estimated from a gradient difference if omitted), ``"exact"``
             (quadratic ``fun``), ``"primal_dual"`` (the generalized short step of
             Martínez-Rubio & Pokutta 2026, needs ``lipschitz``); see
-            :mod:`jaxsolve.frank_wolfe.steps`.
+            `jaxsolve.frank_wolfe.steps`.
         variant: ``"vanilla"``, ``"away"`` or ``"pairwise"`` (the last two need a
             polytope oracle and converge linearly for strongly convex ``fun``;
             Lacoste-Julien & Jaggi 2015).
-        lipschitz: smoothness constant :math:`L` of ``fun`` (a hyperparameter leaf).
+        lipschitz: smoothness constant $L$ of ``fun`` (a hyperparameter leaf).
         capacity: active-set slots for ``"away"``/``"pairwise"`` (static).
-        ell: open-loop constant, step :math:`\ell/(t+\ell)` (hyperparameter leaf).
-        eta: backtracking: the previous :math:`L` is multiplied by ``eta <= 1`` first.
-        tau: backtracking: factor ``> 1`` that increases :math:`L` after a rejection.
+        ell: open-loop constant, step $\ell/(t+\ell)$ (hyperparameter leaf).
+        eta: backtracking: the previous $L$ is multiplied by ``eta <= 1`` first.
+        tau: backtracking: factor ``> 1`` that increases $L$ after a rejection.
 
     Returns:
-        A `FrankWolfe` solver (state `FWState`); run it with :func:`jaxsolve.solve`.
+        A `FrankWolfe` solver (state `FWState`); run it with `jaxsolve.solve`.
     """
     if not callable(fun):
         raise TypeError("fun must be callable: fun(x, args) -> scalar")

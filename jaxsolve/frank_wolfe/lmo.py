@@ -1,13 +1,13 @@
-r"""Linear minimization oracles (LMOs): :math:`g \mapsto \arg\min_{v \in C} \langle g, v\rangle`.
+r"""Linear minimization oracles (LMOs): $g \mapsto \arg\min_{v \in C} \langle g, v\rangle$.
 
-Every factory here returns an :class:`LMO`, a callable ``lmo(g) -> v`` that is pure
+Every factory here returns an `LMO`, a callable ``lmo(g) -> v`` that is pure
 JAX (``jit``/``vmap``-able; ``v`` has ``g``'s shape and dtype) and hashable by value,
 so it can be a static option of a solver (building the same oracle twice does not
 recompile). The sets follow FrankWolfe.jl's catalogue (Besançon, Carderera, Pokutta,
 "FrankWolfe.jl", INFORMS J. Computing 2022); ties are broken by the first index.
 
 Vector sets act on ``g`` flattened (any shape; ``v`` is reshaped back). Matrix sets
-(:func:`nuclear_ball`, :func:`spectraplex`) need a 2-D ``g``.
+(`nuclear_ball`, `spectraplex`) need a 2-D ``g``.
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ def _simplex(g, *, radius):
 
 
 def probability_simplex(radius: float = 1.0) -> LMO:
-    r""":math:`\{v \ge 0, \sum_i v_i = \tau\}`: :math:`\tau e_{i^\star}` with :math:`i^\star = \arg\min_i g_i`."""
+    r"""$\{v \ge 0, \sum_i v_i = \tau\}$: $\tau e_{i^\star}$ with $i^\star = \arg\min_i g_i$."""
     return LMO("probability_simplex", _simplex, polytope=True, radius=_radius("radius", radius))
 
 
@@ -131,7 +131,7 @@ def _unit_simplex(g, *, radius):
 
 
 def unit_simplex(radius: float = 1.0) -> LMO:
-    r""":math:`\{v \ge 0, \sum_i v_i \le \tau\}`: :math:`\tau e_{i^\star}` if :math:`\min_i g_i < 0`, else 0."""
+    r"""$\{v \ge 0, \sum_i v_i \le \tau\}$: $\tau e_{i^\star}$ if $\min_i g_i < 0$, else 0."""
     return LMO("unit_simplex", _unit_simplex, polytope=True, radius=_radius("radius", radius))
 
 
@@ -142,7 +142,7 @@ def _l1(g, *, radius):
 
 
 def l1_ball(radius: float = 1.0) -> LMO:
-    r""":math:`\{\|v\|_1 \le \tau\}`: :math:`-\tau\,\mathrm{sign}(g_i) e_i` at :math:`i = \arg\max |g_i|`."""
+    r"""$\{\|v\|_1 \le \tau\}$: $-\tau\,\mathrm{sign}(g_i) e_i$ at $i = \arg\max |g_i|$."""
     return LMO("l1_ball", _l1, polytope=True, radius=_radius("radius", radius))
 
 
@@ -154,7 +154,7 @@ def _l2(g, *, radius):
 
 
 def l2_ball(radius: float = 1.0) -> LMO:
-    r""":math:`\{\|v\|_2 \le \tau\}`: :math:`-\tau g/\|g\|_2` (0 for :math:`g = 0`). Not a polytope."""
+    r"""$\{\|v\|_2 \le \tau\}$: $-\tau g/\|g\|_2$ (0 for $g = 0$). Not a polytope."""
     return LMO("l2_ball", _l2, polytope=False, radius=_radius("radius", radius))
 
 
@@ -165,7 +165,7 @@ def _linf(g, *, radius):
 
 
 def linf_ball(radius: float = 1.0) -> LMO:
-    r""":math:`\{\|v\|_\infty \le \tau\}`: :math:`v_i = -\tau` where :math:`g_i > 0`, else :math:`+\tau`."""
+    r"""$\{\|v\|_\infty \le \tau\}$: $v_i = -\tau$ where $g_i > 0$, else $+\tau$."""
     return LMO("linf_ball", _linf, polytope=True, radius=_radius("radius", radius))
 
 
@@ -177,8 +177,8 @@ def _box(g, *, lower, upper):
 
 
 def box(lower, upper) -> LMO:
-    r""":math:`\{l \le v \le u\}` (finite bounds, scalars or arrays broadcast to ``g``):
-    :math:`v_i = l_i` where :math:`g_i > 0`, else :math:`u_i`."""
+    r"""$\{l \le v \le u\}$ (finite bounds, scalars or arrays broadcast to ``g``):
+    $v_i = l_i$ where $g_i > 0$, else $u_i$."""
     lo, hi = np.asarray(lower, np.float64), np.asarray(upper, np.float64)
     if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
         raise ValueError("box: lower and upper must be finite")
@@ -198,8 +198,8 @@ def _k_sparse(g, *, k, radius):
 
 
 def k_sparse(k: int, radius: float = 1.0) -> LMO:
-    r"""K-sparse polytope :math:`\{\|v\|_1 \le K\tau,\ \|v\|_\infty \le \tau\}`:
-    :math:`-\tau\,\mathrm{sign}(g_i)` on the :math:`K` largest :math:`|g_i|`, 0 elsewhere."""
+    r"""K-sparse polytope $\{\|v\|_1 \le K\tau,\ \|v\|_\infty \le \tau\}$:
+    $-\tau\,\mathrm{sign}(g_i)$ on the $K$ largest $|g_i|$, 0 elsewhere."""
     return LMO(
         "k_sparse", _k_sparse, polytope=True, k=_count("k", k), radius=_radius("radius", radius)
     )
@@ -213,8 +213,8 @@ def _hypersimplex(g, *, k, radius):
 
 
 def hypersimplex(k: int, radius: float = 1.0) -> LMO:
-    r"""Hypersimplex :math:`\{v \in [0,\tau]^n,\ \sum_i v_i = K\tau\}`: :math:`\tau` on the
-    :math:`K` smallest :math:`g_i`."""
+    r"""Hypersimplex $\{v \in [0,\tau]^n,\ \sum_i v_i = K\tau\}$: $\tau$ on the
+    $K$ smallest $g_i$."""
     return LMO(
         "hypersimplex",
         _hypersimplex,
@@ -240,9 +240,9 @@ def _knapsack(g, *, weights, budget, upper):
 
 
 def knapsack(weights, budget: float, upper=1.0) -> LMO:
-    r"""Knapsack polytope :math:`\{0 \le v \le u,\ w^\top v \le B\}` with :math:`w > 0`:
-    the greedy fractional knapsack (Dantzig 1957) on the items with :math:`g_i < 0`,
-    in increasing order of :math:`g_i / w_i`."""
+    r"""Knapsack polytope $\{0 \le v \le u,\ w^\top v \le B\}$ with $w > 0$:
+    the greedy fractional knapsack (Dantzig 1957) on the items with $g_i < 0$,
+    in increasing order of $g_i / w_i$."""
     w = np.asarray(weights, np.float64).reshape(-1)
     if w.size == 0 or np.any(~np.isfinite(w)) or np.any(w <= 0):
         raise ValueError("knapsack: weights must be a non-empty array of positive finite numbers")
@@ -331,13 +331,13 @@ def _nuclear(g, *, radius, steps, method):
 
 
 def nuclear_ball(radius: float = 1.0, *, steps: int = 32, method: str = "lanczos") -> LMO:
-    r"""Nuclear-norm ball :math:`\{\|V\|_* \le \tau\}`: :math:`-\tau u_1 v_1^\top` with
-    :math:`(u_1, v_1)` the top singular pair of ``g``.
+    r"""Nuclear-norm ball $\{\|V\|_* \le \tau\}$: $-\tau u_1 v_1^\top$ with
+    $(u_1, v_1)$ the top singular pair of ``g``.
 
     ``method="lanczos"`` (default) runs ``steps`` Lanczos steps with full
-    reorthogonalization on :math:`g^\top g` (or :math:`g g^\top`, the smaller side)
+    reorthogonalization on $g^\top g$ (or $g g^\top$, the smaller side)
     from a fixed start vector; with ``steps >= min(m, n)`` it is exact up to rounding.
-    With fewer steps the Ritz value underestimates :math:`\sigma_1`, and a gap computed
+    With fewer steps the Ritz value underestimates $\sigma_1$, and a gap computed
     from it is then not a certified bound. ``method="svd"`` uses a full SVD.
     """
     if method not in ("lanczos", "svd"):
@@ -367,8 +367,8 @@ def _spectraplex(g, *, radius, steps, method):
 
 
 def spectraplex(radius: float = 1.0, *, steps: int = 32, method: str = "lanczos") -> LMO:
-    r"""Spectraplex :math:`\{V \succeq 0,\ \mathrm{tr}\,V = \tau\}`: :math:`\tau u u^\top` with
-    :math:`u` the eigenvector of the smallest eigenvalue of :math:`(g + g^\top)/2`
+    r"""Spectraplex $\{V \succeq 0,\ \mathrm{tr}\,V = \tau\}$: $\tau u u^\top$ with
+    $u$ the eigenvector of the smallest eigenvalue of $(g + g^\top)/2$
     (``steps`` Lanczos steps, exact once ``steps >= n``; or ``method="eigh"``)."""
     if method not in ("lanczos", "eigh"):
         raise ValueError(f"spectraplex: method must be 'lanczos' or 'eigh', got {method!r}")
@@ -391,7 +391,7 @@ def _product(g, *, lmos, treedef):
 
 
 def product(blocks) -> LMO:
-    r"""Cartesian product :math:`C_1 \times \dots \times C_m` over a pytree of LMOs: the
+    r"""Cartesian product $C_1 \times \dots \times C_m$ over a pytree of LMOs: the
     oracle acts blockwise on a gradient with the same pytree structure (leaves of the
     gradient may themselves be pytrees when the block's oracle is a product)."""
     lmos, treedef = jax.tree.flatten(blocks, is_leaf=lambda o: isinstance(o, LMO))

@@ -5,24 +5,28 @@ Frank-Wolfe method on an *optimistic* online-learning framework with a primal-du
 certificate. The paper's pseudo-code was not available to us; this module implements
 the reconstruction below, derived from first principles, and the tests verify the
 properties the paper states (a certificate that never undercuts the true gap and an
-:math:`O(LD^2/t)` primal-dual rate).
+$O(LD^2/t)$ primal-dual rate).
 
-Weights :math:`a_i = i + 1`, :math:`A_t = \sum_{i \le t} a_i`; linear lower models
-:math:`\ell_i(u) = f(x_i) + \langle\nabla f(x_i), u - x_i\rangle \le f(u)` (convexity).
-At step :math:`t \to t+1` the "dual player" is optimistic follow-the-leader: it plays
+Weights $a_i = i + 1$, $A_t = \sum_{i \le t} a_i$; linear lower models
+$\ell_i(u) = f(x_i) + \langle\nabla f(x_i), u - x_i\rangle \le f(u)$ (convexity).
+At step $t \to t+1$ the "dual player" is optimistic follow-the-leader: it plays
 against the aggregated gradients plus a hint that the next gradient equals the last,
 
-.. math:: v_{t+1} = \mathrm{LMO}\Big(\sum_{i \le t} a_i \nabla f(x_i) + a_{t+1}\nabla f(x_t)\Big),
-   \qquad x_{t+1} = x_t + \tfrac{a_{t+1}}{A_{t+1}} (v_{t+1} - x_t).
+$$
+v_{t+1} = \mathrm{LMO}\Big(\sum_{i \le t} a_i \nabla f(x_i) + a_{t+1}\nabla f(x_t)\Big),
+\qquad x_{t+1} = x_t + \tfrac{a_{t+1}}{A_{t+1}} (v_{t+1} - x_t).
+$$
 
-The same oracle call certifies: :math:`\sum_{i\le t} a_i \ell_i + a_{t+1}\ell_t` is a
-positive combination of lower models of total weight :math:`A_{t+1}`, and
-:math:`v_{t+1}` minimizes it over :math:`C`, so
+The same oracle call certifies: $\sum_{i\le t} a_i \ell_i + a_{t+1}\ell_t$ is a
+positive combination of lower models of total weight $A_{t+1}$, and
+$v_{t+1}$ minimizes it over $C$, so
 
-.. math:: L_{t+1} = \frac{1}{A_{t+1}}\Big(\sum_{i\le t} a_i \ell_i(v_{t+1}) + a_{t+1}\ell_t(v_{t+1})\Big) \le f^\star .
+$$
+L_{t+1} = \frac{1}{A_{t+1}}\Big(\sum_{i\le t} a_i \ell_i(v_{t+1}) + a_{t+1}\ell_t(v_{t+1})\Big) \le f^\star .
+$$
 
-``state.error`` is :math:`f(x_t) - \max_{s \le t} L_s`, the certified primal-dual gap (the
-first lower bound is :math:`f(x_0) - g_{FW}(x_0)`, so it is never above the initial FW gap).
+``state.error`` is $f(x_t) - \max_{s \le t} L_s$, the certified primal-dual gap (the
+first lower bound is $f(x_0) - g_{FW}(x_0)$, so it is never above the initial FW gap).
 One oracle call and one gradient per step.
 """
 
@@ -127,12 +131,12 @@ def optimistic_frank_wolfe(fun: Callable, lmo: Callable) -> OptimisticFrankWolfe
     Frank-Wolfe Algorithms", ICLR 2026) with its computable primal-dual gap.
 
     Minimizes a convex, smooth ``fun(x, args)`` over the set of ``lmo``. Each step
-    plays :math:`v_{t+1} = \mathrm{LMO}(\sum_{i\le t} a_i\nabla f(x_i) + a_{t+1}\nabla f(x_t))`
-    (optimistic follow-the-leader with weights :math:`a_i = i+1`) and averages,
-    :math:`x_{t+1} = x_t + \frac{a_{t+1}}{A_{t+1}}(v_{t+1} - x_t)`; the same oracle answer
-    gives a lower bound on :math:`f^\star` (see the module docstring for the derivation).
-    ``state.error`` is the certified gap :math:`f(x_t) - \max_s L_s \ge f(x_t) - f^\star`
-    (for convex ``fun`` and an exact oracle). No step-size parameter and no :math:`L`.
+    plays $v_{t+1} = \mathrm{LMO}(\sum_{i\le t} a_i\nabla f(x_i) + a_{t+1}\nabla f(x_t))$
+    (optimistic follow-the-leader with weights $a_i = i+1$) and averages,
+    $x_{t+1} = x_t + \frac{a_{t+1}}{A_{t+1}}(v_{t+1} - x_t)$; the same oracle answer
+    gives a lower bound on $f^\star$ (see the module docstring for the derivation).
+    ``state.error`` is the certified gap $f(x_t) - \max_s L_s \ge f(x_t) - f^\star$
+    (for convex ``fun`` and an exact oracle). No step-size parameter and no $L$.
 
     ``x0`` must lie in ``C``: it is checked (``LMO.violation``), not projected; an
     infeasible or non-finite start ends ``BREAKDOWN`` at once.

@@ -1,21 +1,21 @@
-r"""Step-size rules for Frank-Wolfe-type updates :math:`x^+ = x + \gamma d`, :math:`0 \le \gamma \le \gamma_{\max}`.
+r"""Step-size rules for Frank-Wolfe-type updates $x^+ = x + \gamma d$, $0 \le \gamma \le \gamma_{\max}$.
 
-All rules see the *slope* :math:`s = -\langle \nabla f(x), d\rangle \ge 0` (the FW gap for a
-FW direction) and :math:`\|d\|^2`; each returns 0 when :math:`s \le 0` or :math:`d = 0`
+All rules see the *slope* $s = -\langle \nabla f(x), d\rangle \ge 0$ (the FW gap for a
+FW direction) and $\|d\|^2$; each returns 0 when $s \le 0$ or $d = 0$
 (nothing to gain: the step must be 0, never NaN).
 
-* ``open_loop``: :math:`\gamma_t = \min(\ell/(t+\ell), \gamma_{\max})`, :math:`\ell = 2`
+* ``open_loop``: $\gamma_t = \min(\ell/(t+\ell), \gamma_{\max})$, $\ell = 2$
   (Dunn & Harshbarger 1978).
-* ``short``: :math:`\gamma = \min(s/(L\|d\|^2), \gamma_{\max})`, the minimizer of the
-  smoothness upper bound :math:`f(x) - \gamma s + \gamma^2 L\|d\|^2/2` (Demyanov-Rubinov).
+* ``short``: $\gamma = \min(s/(L\|d\|^2), \gamma_{\max})$, the minimizer of the
+  smoothness upper bound $f(x) - \gamma s + \gamma^2 L\|d\|^2/2$ (Demyanov-Rubinov).
 * ``backtracking``: the adaptive rule of Pedregosa, Négiar, Askari & Jaggi, "Linearly
   convergent Frank-Wolfe with backtracking line-search" (AISTATS 2020), Alg. 2: start
-  from :math:`\eta L_{t-1}` and double :math:`L` until the sufficient-decrease test
-  :math:`f(x + \gamma d) \le f(x) - \gamma s + \gamma^2 L \|d\|^2/2` holds.
-* ``exact``: exact line search for quadratic ``f``: :math:`\gamma = \min(s / d^\top H d,
-  \gamma_{\max})` with :math:`d^\top H d` from one Hessian-vector product (for a
-  non-quadratic ``f`` this is a Newton step on :math:`\gamma`, not a line search).
-* ``primal_dual``: the generalized (primal-dual) short step, :func:`primal_dual_short_step`.
+  from $\eta L_{t-1}$ and double $L$ until the sufficient-decrease test
+  $f(x + \gamma d) \le f(x) - \gamma s + \gamma^2 L \|d\|^2/2$ holds.
+* ``exact``: exact line search for quadratic ``f``: $\gamma = \min(s / d^\top H d,
+  \gamma_{\max})$ with $d^\top H d$ from one Hessian-vector product (for a
+  non-quadratic ``f`` this is a Newton step on $\gamma$, not a line search).
+* ``primal_dual``: the generalized (primal-dual) short step, `primal_dual_short_step`.
 """
 
 from __future__ import annotations
@@ -40,14 +40,14 @@ def _safe_div(a, b):
 
 
 def open_loop_step(t, max_step=1.0, ell=2.0):
-    r"""Open-loop step :math:`\min(\ell/(t + \ell), \gamma_{\max})` at iteration ``t`` (from 0)."""
+    r"""Open-loop step $\min(\ell/(t + \ell), \gamma_{\max})$ at iteration ``t`` (from 0)."""
     t = jnp.asarray(t)
     ell = jnp.asarray(ell, jnp.result_type(max_step, float))
     return jnp.minimum(ell / (t.astype(ell.dtype) + ell), max_step)
 
 
 def short_step(slope, sq_norm, lipschitz, max_step=1.0):
-    r"""Short step :math:`\mathrm{clip}(s/(L\|d\|^2), 0, \gamma_{\max})` (Demyanov & Rubinov 1970)."""
+    r"""Short step $\mathrm{clip}(s/(L\|d\|^2), 0, \gamma_{\max})$ (Demyanov & Rubinov 1970)."""
     return jnp.clip(_safe_div(slope, lipschitz * sq_norm), 0.0, max_step)
 
 
@@ -57,20 +57,22 @@ def primal_dual_short_step(gap, fw_gap, slope, sq_norm, lipschitz, max_step=1.0)
     Martínez-Rubio & Pokutta, "Beyond Short Steps in Frank-Wolfe Algorithms" (ICLR 2026),
     propose steps that shrink a *computable primal-dual gap* rather than only the primal
     value. Our reconstruction (derived here; the paper's pseudo-code was not available):
-    keep a lower bound :math:`W \le f^\star` that moves as
-    :math:`W^+ = (1-\gamma) W + \gamma (f(x) - g_{FW}(x))` (a convex combination of valid
-    lower bounds, since :math:`f(x) - g_{FW}(x) = \min_v f(x) + \langle\nabla f(x), v - x\rangle`),
-    and let :math:`G = f(x) - W`. For any feasible direction :math:`d` with slope
-    :math:`s = -\langle\nabla f(x), d\rangle`, :math:`L`-smoothness gives
+    keep a lower bound $W \le f^\star$ that moves as
+    $W^+ = (1-\gamma) W + \gamma (f(x) - g_{FW}(x))$ (a convex combination of valid
+    lower bounds, since $f(x) - g_{FW}(x) = \min_v f(x) + \langle\nabla f(x), v - x\rangle$),
+    and let $G = f(x) - W$. For any feasible direction $d$ with slope
+    $s = -\langle\nabla f(x), d\rangle$, $L$-smoothness gives
 
-    .. math:: G^+ \le (1-\gamma) G + \gamma (g_{FW} - s) + \tfrac{\gamma^2}{2} L \|d\|^2,
+    $$
+    G^+ \le (1-\gamma) G + \gamma (g_{FW} - s) + \tfrac{\gamma^2}{2} L \|d\|^2,
+    $$
 
-    whose minimizer is :math:`\gamma = (G - g_{FW} + s) / (L\|d\|^2)`, clipped to
-    :math:`[0, \min(1, \gamma_{\max})]`. For a Frank-Wolfe direction (:math:`s = g_{FW}`)
-    this is :math:`G/(L\|d\|^2)`: the classical short step with the FW gap replaced by the
-    primal-dual gap, a *longer* step whenever :math:`G > g_{FW}`, and it yields
-    :math:`G_t \le 2 L D^2/(t+2)` by the same induction as the open-loop rule. For a
-    projected-gradient direction :math:`d = \Pi(x - \eta\nabla f) - x` the same formula
+    whose minimizer is $\gamma = (G - g_{FW} + s) / (L\|d\|^2)$, clipped to
+    $[0, \min(1, \gamma_{\max})]$. For a Frank-Wolfe direction ($s = g_{FW}$)
+    this is $G/(L\|d\|^2)$: the classical short step with the FW gap replaced by the
+    primal-dual gap, a *longer* step whenever $G > g_{FW}$, and it yields
+    $G_t \le 2 L D^2/(t+2)$ by the same induction as the open-loop rule. For a
+    projected-gradient direction $d = \Pi(x - \eta\nabla f) - x$ the same formula
     applies (``slope`` <= ``fw_gap`` there), which is how the rule transfers to gradient
     descent.
     """
@@ -80,7 +82,7 @@ def primal_dual_short_step(gap, fw_gap, slope, sq_norm, lipschitz, max_step=1.0)
 
 
 def exact_quadratic_step(fun, x, d, args, slope, max_step=1.0):
-    r"""Exact line search for a quadratic: :math:`\mathrm{clip}(s / d^\top \nabla^2 f(x) d, 0, \gamma_{\max})`."""
+    r"""Exact line search for a quadratic: $\mathrm{clip}(s / d^\top \nabla^2 f(x) d, 0, \gamma_{\max})$."""
     grad = jax.grad(fun)
     _, hd = jax.jvp(lambda z: grad(z, args), (x,), (d,))
     curv = sum(jnp.vdot(a, b) for a, b in zip(jax.tree.leaves(d), jax.tree.leaves(hd), strict=True))
@@ -93,9 +95,9 @@ def backtracking_step(
 ):
     r"""Adaptive step of Pedregosa et al. (AISTATS 2020): returns ``(gamma, L, f(x + gamma d), evals)``.
 
-    Starting from :math:`L = \eta L_{t-1}`, take :math:`\gamma = \min(s/(L\|d\|^2), \gamma_{\max})`
-    and accept once :math:`f(x+\gamma d) \le f(x) - \gamma s + \gamma^2 L\|d\|^2/2`;
-    otherwise :math:`L \leftarrow \tau L`. After ``max_tries`` rejections the step is 0
+    Starting from $L = \eta L_{t-1}$, take $\gamma = \min(s/(L\|d\|^2), \gamma_{\max})$
+    and accept once $f(x+\gamma d) \le f(x) - \gamma s + \gamma^2 L\|d\|^2/2$;
+    otherwise $L \leftarrow \tau L$. After ``max_tries`` rejections the step is 0
     (no progress is better than an unverified step).
     """
     dtype = jnp.result_type(f)
