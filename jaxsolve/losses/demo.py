@@ -112,7 +112,7 @@ def _train(data, quality_weighting, steps, lr, beta, gamma, nll_weight):
 
 
 def train_preference(data, kind="uni_dpo", *, steps=300, lr=0.05, beta=2.0):
-    """Train the tabular policy with one of :data:`VARIANTS`; returns (logits, reward curve).
+    """Train the tabular policy with one of `VARIANTS`; returns (logits, reward curve).
 
     Every variant uses length-normalized log-probs and the same beta (2, as in the
     authors' configs), so the comparison isolates Uni-DPO's reweighting. The curve is

@@ -4,11 +4,13 @@ All functions are pure functions of arrays (no model code): ``jit``/``vmap``/``g
 work on them directly. Losses are returned **per example** (shape ``(batch,)``);
 reduce them yourself (``.mean()``), as in ``optax.losses``.
 
-Notation, per preference pair :math:`(x, y_w, y_l)`: :math:`\pi_w, \pi_l` are the
-policy's sequence log-probabilities of the chosen/rejected responses, :math:`r_w, r_l`
+Notation, per preference pair $(x, y_w, y_l)$: $\pi_w, \pi_l$ are the
+policy's sequence log-probabilities of the chosen/rejected responses, $r_w, r_l$
 the reference model's, and the DPO margin is
 
-.. math:: \Delta = (\pi_w - r_w) - (\pi_l - r_l).
+$$
+\Delta = (\pi_w - r_w) - (\pi_l - r_l).
+$$
 """
 
 from __future__ import annotations
@@ -53,11 +55,11 @@ def _check_beta(beta):
 
 
 def token_logps(logits: Float[Array, "*b t v"], labels) -> Float[Array, "*b t"]:
-    r"""Per-token log-probabilities :math:`\log \mathrm{softmax}(\text{logits})[\text{label}]`.
+    r"""Per-token log-probabilities $\log \mathrm{softmax}(\text{logits})[\text{label}]$.
 
     ``labels`` are integer token ids of shape ``logits.shape[:-1]``; out-of-range ids
     (e.g. a padding id of -100) give 0 here and must be masked out by the caller's mask
-    (see :func:`sequence_logps`). No shift is applied: align logits and labels first.
+    (see `sequence_logps`). No shift is applied: align logits and labels first.
     """
     labels = jnp.asarray(labels)
     if np.shape(labels) != np.shape(logits)[:-1]:
@@ -80,10 +82,10 @@ def sequence_logps(
     *,
     length_normalize: bool = False,
 ) -> Float[Array, "*b"]:
-    r"""Sequence log-probability from per-token ones: :math:`\sum_t m_t \ell_t`.
+    r"""Sequence log-probability from per-token ones: $\sum_t m_t \ell_t$.
 
     With ``length_normalize=True`` returns the mean over unmasked tokens,
-    :math:`\sum_t m_t \ell_t / \max(1, \sum_t m_t)` (TRL's IPO and ``sigmoid_norm``
+    $\sum_t m_t \ell_t / \max(1, \sum_t m_t)$ (TRL's IPO and ``sigmoid_norm``
     scores; Uni-DPO's and SimPO's ``dpo_length_norm``). ``mask`` is 1 on response
     tokens and 0 on prompt/padding (bool or float; default: all ones). The last axis
     is the token axis.
@@ -119,28 +121,28 @@ def dpo_loss(
 ) -> Float[Array, " b"]:
     r"""Per-example DPO-family losses (Rafailov et al. 2023; TRL ``DPOTrainer`` definitions).
 
-    With :math:`\Delta = (\pi_w - r_w) - (\pi_l - r_l)` and :math:`\varepsilon` =
+    With $\Delta = (\pi_w - r_w) - (\pi_l - r_l)$ and $\varepsilon$ =
     ``label_smoothing``:
 
-    * ``"sigmoid"`` (DPO; cDPO when :math:`\varepsilon>0`):
-      :math:`-(1-\varepsilon)\log\sigma(\beta\Delta) - \varepsilon\log\sigma(-\beta\Delta)`
-    * ``"hinge"`` (SLiC): :math:`\max(0, 1 - \beta\Delta)`
-    * ``"ipo"`` (Azar et al. 2023): :math:`(\Delta - 1/(2\beta))^2`. TRL feeds IPO
+    * ``"sigmoid"`` (DPO; cDPO when $\varepsilon>0$):
+      $-(1-\varepsilon)\log\sigma(\beta\Delta) - \varepsilon\log\sigma(-\beta\Delta)$
+    * ``"hinge"`` (SLiC): $\max(0, 1 - \beta\Delta)$
+    * ``"ipo"`` (Azar et al. 2023): $(\Delta - 1/(2\beta))^2$. TRL feeds IPO
       *length-averaged* log-probabilities: pass ``sequence_logps(...,
       length_normalize=True)`` to match it.
-    * ``"robust"`` (rDPO, Chowdhury et al. 2024), :math:`0 \le \varepsilon < 1/2`:
-      :math:`\big[-(1-\varepsilon)\log\sigma(\beta\Delta) + \varepsilon\log\sigma(-\beta\Delta)\big]/(1-2\varepsilon)`
+    * ``"robust"`` (rDPO, Chowdhury et al. 2024), $0 \le \varepsilon < 1/2$:
+      $\big[-(1-\varepsilon)\log\sigma(\beta\Delta) + \varepsilon\log\sigma(-\beta\Delta)\big]/(1-2\varepsilon)$
 
     Args:
         policy_chosen_logps: policy sequence log-probs of the chosen responses
-            (see :func:`sequence_logps`).
+            (see `sequence_logps`).
         policy_rejected_logps: policy sequence log-probs of the rejected responses.
         ref_chosen_logps: reference-model sequence log-probs of the chosen responses.
         ref_rejected_logps: reference-model sequence log-probs of the rejected responses
             (all four of one shape).
-        beta: :math:`\beta > 0` (TRL default 0.1).
+        beta: $\beta > 0$ (TRL default 0.1).
         kind: one of ``"sigmoid"``, ``"ipo"``, ``"hinge"``, ``"robust"``.
-        label_smoothing: :math:`\varepsilon` for ``"sigmoid"`` and ``"robust"``.
+        label_smoothing: $\varepsilon$ for ``"sigmoid"`` and ``"robust"``.
 
     Returns:
         The per-example losses, shape of the inputs.
@@ -198,15 +200,16 @@ def uni_dpo_weights(
     gamma: float = 3.0,
     quality_weighting: bool = True,
 ):
-    r"""Uni-DPO's two weights, :math:`(w_\text{qual}, w_\text{perf})`, from sequence log-probs.
+    r"""Uni-DPO's two weights, $(w_\text{qual}, w_\text{perf})$, from sequence log-probs.
 
-    .. math::
-        w_\text{qual} = \sigma\big(\eta\,(s_w - s_l)\big),\qquad
-        w_\text{perf} = \big(1 - \sigma(\beta(\pi_w - \pi_l) - \tau_\text{ref})\big)^{\gamma}.
+    $$
+    w_\text{qual} = \sigma\big(\eta\,(s_w - s_l)\big),\qquad
+    w_\text{perf} = \big(1 - \sigma(\beta(\pi_w - \pi_l) - \tau_\text{ref})\big)^{\gamma}.
+    $$
 
-    ``quality_weighting=False`` sets :math:`w_\text{qual} = 1` (note that
-    :math:`\eta = 0` gives :math:`w_\text{qual} = 1/2`, not 1); :math:`\gamma = 0` gives
-    :math:`w_\text{perf} = 1`. See :func:`uni_dpo_loss`.
+    ``quality_weighting=False`` sets $w_\text{qual} = 1$ (note that
+    $\eta = 0$ gives $w_\text{qual} = 1/2$, not 1); $\gamma = 0$ gives
+    $w_\text{perf} = 1$. See `uni_dpo_loss`.
     """
     if quality_weighting:
         w_qual = jax.nn.sigmoid(eta * (chosen_scores - rejected_scores))
@@ -240,21 +243,24 @@ def uni_dpo_loss(
 ) -> Float[Array, " b"]:
     r"""Per-example Uni-DPO loss (Peng et al., *Uni-DPO*, arXiv 2506.10054, ICLR 2026).
 
-    .. math::
-        \Delta &= (\pi_w - \pi_l) - (r_w - r_l) \\
-        w_\text{qual} &= \sigma\big(\eta\,(s_w - s_l)\big) \qquad\text{(quality of the pair, from its score margin)}\\
-        w_\text{perf} &= \big(1 - \sigma(\beta(\pi_w - \pi_l) - \tau_\text{ref})\big)^{\gamma}
-            \qquad\text{(focal: under-fitted pairs weigh more)}\\
-        L &= -\,w_\text{qual}\,w_\text{perf}\,\log\sigma(\beta\Delta)
-            \;+\; \lambda\,\mathbb 1[s_w \ge \tau_\text{good}]\,\mathbb 1[\pi_w < r_w]\,(-\pi_w)
+    $$
+    \begin{aligned}
+    \Delta &= (\pi_w - \pi_l) - (r_w - r_l) \\
+    w_\text{qual} &= \sigma\big(\eta\,(s_w - s_l)\big) \qquad\text{(quality of the pair, from its score margin)}\\
+    w_\text{perf} &= \big(1 - \sigma(\beta(\pi_w - \pi_l) - \tau_\text{ref})\big)^{\gamma}
+    \qquad\text{(focal: under-fitted pairs weigh more)}\\
+    L &= -\,w_\text{qual}\,w_\text{perf}\,\log\sigma(\beta\Delta)
+    \;+\; \lambda\,\mathbb 1[s_w \ge \tau_\text{good}]\,\mathbb 1[\pi_w < r_w]\,(-\pi_w)
+    \end{aligned}
+    $$
 
     The last term is the calibrated NLL (c-NLL): it raises the chosen likelihood only
     for *good* pairs whose chosen log-prob fell below the reference's. As in the
-    authors' trainer (``uni_dpo_trainer.py``), :math:`w_\text{perf}` uses the policy's
-    own (reference-free, SimPO-like) margin shifted by :math:`\tau_\text{ref}`, the
+    authors' trainer (``uni_dpo_trainer.py``), $w_\text{perf}$ uses the policy's
+    own (reference-free, SimPO-like) margin shifted by $\tau_\text{ref}$, the
     log-probs are length-normalized by default, and neither weight is detached
-    (``stop_gradient_weights=True`` detaches :math:`w_\text{perf}`). Defaults are the
-    authors' code defaults except :math:`\beta` (configs use 2-10).
+    (``stop_gradient_weights=True`` detaches $w_\text{perf}$). Defaults are the
+    authors' code defaults except $\beta$ (configs use 2-10).
 
     Reduction to DPO: with ``quality_weighting=False``, ``gamma=0`` and
     ``nll_weight=0`` this is exactly ``dpo_loss(..., kind="sigmoid")`` on the same
@@ -263,23 +269,23 @@ def uni_dpo_loss(
     Args:
         policy_chosen_logps: policy log-probs of the chosen responses: sequence level
             ``(b,)``, or per-token ``(b, t)`` together with ``chosen_mask`` (then reduced
-            with :func:`sequence_logps`, the mean over tokens when ``length_normalize``).
+            with `sequence_logps`, the mean over tokens when ``length_normalize``).
         policy_rejected_logps: the same for the rejected responses (``rejected_mask``).
         ref_chosen_logps: reference-model log-probs of the chosen responses.
         ref_rejected_logps: reference-model log-probs of the rejected responses.
-        chosen_scores: external quality score :math:`s_w` of each chosen response, ``(b,)``.
-        rejected_scores: quality score :math:`s_l` of each rejected response, ``(b,)``.
+        chosen_scores: external quality score $s_w$ of each chosen response, ``(b,)``.
+        rejected_scores: quality score $s_l$ of each rejected response, ``(b,)``.
         chosen_mask: response-token mask for per-token chosen inputs (or None).
         rejected_mask: response-token mask for per-token rejected inputs (or None).
         length_normalize: mean instead of sum over tokens when masks are given.
-        beta: :math:`\beta > 0`.
-        eta: :math:`\eta`, slope of the quality weight.
-        tau_ref: :math:`\tau_\text{ref}`, margin shift of the focal weight.
-        gamma: :math:`\gamma \ge 0`, focal exponent.
-        nll_weight: :math:`\lambda \ge 0`, weight of the calibrated NLL term.
-        tau_good: :math:`\tau_\text{good}`, score above which a pair counts as good.
-        quality_weighting: use :math:`w_\text{qual}` (False: 1).
-        stop_gradient_weights: detach :math:`w_\text{perf}` from the gradient.
+        beta: $\beta > 0$.
+        eta: $\eta$, slope of the quality weight.
+        tau_ref: $\tau_\text{ref}$, margin shift of the focal weight.
+        gamma: $\gamma \ge 0$, focal exponent.
+        nll_weight: $\lambda \ge 0$, weight of the calibrated NLL term.
+        tau_good: $\tau_\text{good}$, score above which a pair counts as good.
+        quality_weighting: use $w_\text{qual}$ (False: 1).
+        stop_gradient_weights: detach $w_\text{perf}$ from the gradient.
 
     Returns:
         Per-example losses, shape ``(b,)``.
