@@ -1,6 +1,6 @@
 """Manifolds for Riemannian optimization: static, hashable objects over pytree points.
 
-See :mod:`jaxsolve.manifolds.base` for the interface (``inner``, ``norm``, ``proj``,
+See `jaxsolve.manifolds.base` for the interface (``inner``, ``norm``, ``proj``,
 ``retract``, ``egrad_to_rgrad``, ``ehess_to_rhess``, ``transport``, ``random_point``,
 ``random_tangent``, ``dist``, ``dim``, ``typical_dist``, ``residual``).
 """

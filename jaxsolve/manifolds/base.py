@@ -4,7 +4,7 @@ A manifold is a *static, hashable* object (a frozen dataclass) that carries only
 shape information and options (never arrays), so it can be passed to solver
 factories as a static option and compared by value: two ``Stiefel(200, 5)`` are equal
 and reuse one compilation. Points and tangent vectors are pytrees of arrays (an
-array for the basic manifolds, a tuple for :class:`~jaxsolve.manifolds.Product`).
+array for the basic manifolds, a tuple for `Product`).
 Every method is a pure JAX function of those pytrees, so it can be jitted and
 vmapped over leading batch axes of the *points* (not of the manifold).
 
@@ -36,13 +36,13 @@ optimization on smooth manifolds", chapters 3, 5 and 7):
     how far an ambient point is from the manifold (0 on it); used by tests.
 
 Writing a new manifold (e.g. the K-means manifold of the cluster family): subclass
-:class:`Manifold` as a ``@dataclasses.dataclass(frozen=True)`` with only hashable
+`Manifold` as a ``@dataclasses.dataclass(frozen=True)`` with only hashable
 fields, implement ``inner``, ``proj``, ``retract``, ``ehess_to_rhess``,
 ``random_point``, ``residual``, ``dim`` and ``typical_dist``; the defaults for the
 rest (``norm``, ``egrad_to_rgrad = proj`` for an embedded metric, ``transport``,
 ``random_tangent``) are correct for a Riemannian submanifold of a Euclidean space.
-Validate with :func:`jaxsolve.manifolds.check_gradient` and
-:func:`~jaxsolve.manifolds.check_hessian`.
+Validate with `jaxsolve.manifolds.check_gradient` and
+`check_hessian`.
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ paper's code does; use ``"sinkhorn"`` to stay strictly positive.
 
 Memory traffic (what keeps the time linear in ``n`` in practice, not only the work): the
 sweeps keep ``c``-vectors only (Dykstra's two correction arrays reduce to one column
-vector, see :func:`_dykstra`; Sinkhorn keeps ``diag(rho) K diag(gamma)``), and every
+vector, see `_dykstra`; Sinkhorn keeps ``diag(rho) K diag(gamma)``), and every
 row-local pass runs over cache-sized row blocks (Michelot's passes stay in the L2 cache),
 so a sweep reads the ``n x c`` data once; the result is written over an intermediate
 buffer (a fresh 80 MB array costs ~40 ms of page faults here, as much as ten sweeps'
@@ -85,7 +85,7 @@ def _rows_simplex(y, a):
     ``tau <- (sum_{y_j > tau} y_j - a) / |{y_j > tau}|`` from ``tau = (sum y - a)/c``
     increases monotonically to the exact threshold and stops as soon as no row's support
     changes (at most ``c`` passes; 3-5 in practice). Elementwise passes over the whole
-    ``n x c`` array replace the per-row sort of :func:`jaxsolve.projections.simplex`
+    ``n x c`` array replace the per-row sort of `jaxsolve.projections.simplex`
     (sorting 1e6 rows of 10 was 4-6x slower here), with the same result to rounding.
     """
     tau, _ = _michelot_threshold(y, a)
@@ -305,7 +305,7 @@ def rim_project(
     r"""Euclidean projection of ``y`` (``n x c``) onto ``{Y >= 0, Y 1 = a, lower <= Y^T 1 <= upper}``.
 
     Dykstra's alternating projections (``method="dykstra"``) or dual ascent on the
-    column multipliers (``"dual"``), see :class:`RIM`. ``a = row_sums`` (default ones).
+    column multipliers (``"dual"``), see `RIM`. ``a = row_sums`` (default ones).
     With ``lower = upper`` this is the projection onto a transportation polytope.
     ``tol`` (default ``100 eps``-ish by dtype: ``1e-12`` in float64, ``1e-6`` in float32)
     bounds the constraint violation and the last change.
