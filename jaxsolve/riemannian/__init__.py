@@ -1,7 +1,7 @@
 """Riemannian solvers on the shared protocol: ``<solver>(cost, manifold, **hyper) -> Solver``.
 
 ``cost(x, args)`` is any JAX function of a point ``x`` of ``manifold`` (a
-:mod:`jaxsolve.manifolds` object); gradients and Hessian-vector products come from
+`jaxsolve.manifolds` object); gradients and Hessian-vector products come from
 autodiff. ``error`` is the Riemannian gradient norm.
 """
 

@@ -260,7 +260,7 @@ def cubic_newton(
     Each step approximately minimizes the cubic model
     ``m(s) = f + <g, s> + 1/2 <s, Hess f(x)[s]> + sigma/3 ||s||^3`` on ``T_x M`` in a
     Lanczos (Krylov) subspace grown from the gradient, solving the small tridiagonal
-    cubic problem exactly after every Lanczos step (:func:`solve_cubic_tridiagonal`)
+    cubic problem exactly after every Lanczos step (`solve_cubic_tridiagonal`)
     and stopping when ``||grad m(s)|| <= theta ||s||^2`` (Manopt ``arc_lanczos``;
     Cartis, Gould, Toint 2011). The step ``R_x(s)`` is accepted when
     ``rho = (f - f(R_x(s))) / (-<g, s> - 1/2 <s, H s>) >= eta1``; then

@@ -176,7 +176,7 @@ def gradient_descent(
     is replaced by the secant root of the directional derivative, so the method keeps
     converging to small gradient norms.
 
-    ``alternating=True`` (for a :class:`~jaxsolve.manifolds.Product`): one Armijo step
+    ``alternating=True`` (for a `Product`): one Armijo step
     per factor in turn, each with the others fixed at their newest values (block
     Gauss-Seidel, as the alternating updates of weight-normalized sensing, paper 1).
 
