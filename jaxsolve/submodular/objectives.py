@@ -15,7 +15,7 @@ equal to $f$ on $0/1$ points and, by Jensen's inequality, at least the multiline
 extension. Its supergradient is $g(x) = M^\top\big(w \odot \phi'_+(Mx)\big)$ with the
 right derivative $\phi'_+$ (so at the kink of $\min(z, c)$ it is $0$); by concavity
 $F(y) \le F(x) + \langle g(x), y - x\rangle$ for every $y \ge 0$, which is what makes
-the Frank-Wolfe gap of :mod:`jaxsolve.submodular.aapga` a certified bound.
+the Frank-Wolfe gap of `jaxsolve.submodular.aapga` a certified bound.
 
 The concave function is one of the built-ins `sqrt`, `log1p`, `coverage`
 ($1 - e^{-z}$) and `saturate` ($\min(z, c_i)$, with the per-row cap `cap`), or
