@@ -68,8 +68,8 @@ def make_problem(
     ``1 / cond`` (condition number ``cond``), as in paper 1's experiments (Wei, Zhang, Li,
     He, "On the benefits of weight normalization for overparameterized matrix sensing",
     ICLR 2026, section 5: ``m = 10``, true rank 3, ``kappa in {50, 75, 100}``).
-    ``form="dense"`` returns :class:`GaussianMeasurements`; ``form="gram"`` the
-    memory-light :class:`GramMeasurements` of the *same* measurements (same key).
+    ``form="dense"`` returns `GaussianMeasurements`; ``form="gram"`` the
+    memory-light `GramMeasurements` of the *same* measurements (same key).
 
     Returns ``(measurements, A)``.
     """

@@ -95,12 +95,12 @@ def weight_normalized(*, direction_step=0.5, magnitude_step=2.0) -> WeightNormal
     * ``G = proj_X(S X Theta)``, ``X+ = (X - eta G)(I + eta^2 G^T G)^{-1/2}`` (polar retraction),
     * ``Theta+ = Theta - mu/2 X+^T S(X+, Theta) X+`` (``mu = 2`` as in the paper's theorem).
 
-    Problem data ``args`` is :class:`~jaxsolve.sensing.GaussianMeasurements` or the
-    memory-light :class:`~jaxsolve.sensing.GramMeasurements`; ``x = (X, Theta)``
-    (see :func:`initial_point`). ``error`` is the Riemannian gradient norm on
+    Problem data ``args`` is `GaussianMeasurements` or the
+    memory-light `GramMeasurements`; ``x = (X, Theta)``
+    (see `initial_point`). ``error`` is the Riemannian gradient norm on
     ``St(m, r) x S^r``. The paper proves a saddle-to-saddle phase followed by a linear
     rate that improves with the overparameterization ``r > r_A``; plain Burer-Monteiro GD
-    (:func:`~jaxsolve.sensing.burer_monteiro`) is sublinear there.
+    (`burer_monteiro`) is sublinear there.
 
     Measured (``bench/sensing.py``, m = 10, r_A = 3): ``direction_step`` is stable up to
     about 2 for every ``r`` (best 1.9); the linear tail's rate is about
