@@ -48,7 +48,7 @@ def _evaluate(f, a, b, grid, sub):
 
 
 class _W2Ascent(AbstractSolver):
-    r"""Sobolev gradient ascent on the dual of :math:`W_2^2(a, b)` (the loop of `w2`).
+    r"""Sobolev gradient ascent on the dual of $W_2^2(a, b)$ (the loop of `w2`).
 
     ``x`` is the potential ``f`` on the target grid, ``args = (a, b)``. Static:
     ``subsample``; traced: ``stepsize`` (cast by `jaxsolve.core.protocol.hyper`).
@@ -84,28 +84,28 @@ def w2(
     stepsize: float = 1.0,
     subsample: int = 2,
 ) -> Float[Array, ""]:
-    r"""Squared 2-Wasserstein distance :math:`W_2^2(a, b)` between two grid histograms.
+    r"""Squared 2-Wasserstein distance $W_2^2(a, b)$ between two grid histograms.
 
-    The same machinery as :func:`barycenter` (Jacobs & Léger's back-and-forth operators; Kim et
+    The same machinery as `barycenter` (Jacobs & Léger's back-and-forth operators; Kim et
     al., ICLR 2026): Sobolev gradient ascent on the dual
-    :math:`\max_f \int f^c\, da + \int f\, db`, :math:`f \leftarrow f + \sigma(-\Delta)^{-1}
-    (b - (\nabla(q - f)^*)_\# a)`, until the :math:`\dot H^{-1}` norm of the marginal residual
+    $\max_f \int f^c\, da + \int f\, db$, $f \leftarrow f + \sigma(-\Delta)^{-1}
+    (b - (\nabla(q - f)^*)_\# a)$, until the $\dot H^{-1}$ norm of the marginal residual
     is below ``tol`` (default 1e-4 in float64, 1e-3 in float32). The returned value is the cost
-    :math:`\sum |x - y|^2\, \pi(x, y)` of the final plan :math:`\pi` from ``a`` (cell centres) to
+    $\sum |x - y|^2\, \pi(x, y)$ of the final plan $\pi$ from ``a`` (cell centres) to
     its image, i.e. an exact transport cost to a measure within ``tol`` of ``b``.
 
     Both inputs are normalized to unit mass (histograms on the cells of the unit cube, as in
-    :func:`barycenter`). vmap-able.
+    `barycenter`). vmap-able.
 
     Differentiable (``jax.grad``/``jax.jvp`` in ``a`` and ``b``) by the envelope theorem, with
-    nothing unrolled: :math:`\tfrac12 W_2^2(a, b) = \max_f \int f^c\, da + \int f\, db` is a
-    maximum of functions linear in :math:`(a, b)`, so its derivative is that of the maximizing
-    term, :math:`\partial W_2^2 / \partial b = 2 f^{cc}` (the c-concave envelope of the
-    iterate :math:`f`, which it equals wherever ``b`` receives mass from an argmax), :math:`\partial W_2^2 / \partial a =
-    2 f^c` (the Kantorovich potentials; :math:`f^c` is averaged over each cell from the
+    nothing unrolled: $\tfrac12 W_2^2(a, b) = \max_f \int f^c\, da + \int f\, db$ is a
+    maximum of functions linear in $(a, b)$, so its derivative is that of the maximizing
+    term, $\partial W_2^2 / \partial b = 2 f^{cc}$ (the c-concave envelope of the
+    iterate $f$, which it equals wherever ``b`` receives mass from an argmax), $\partial W_2^2 / \partial a =
+    2 f^c$ (the Kantorovich potentials; $f^c$ is averaged over each cell from the
     exact discrete c-transform at the sub-cell corners, since the densities are cell-uniform),
-    seen through the normalization :math:`a / \sum a` (so the gradient has zero
-    :math:`\hat a`-mean and is divided by the mass). The potentials are treated as constants;
+    seen through the normalization $a / \sum a$ (so the gradient has zero
+    $\hat a$-mean and is divided by the mass). The potentials are treated as constants;
     their own first-order effect vanishes at the optimum, so the error is first order in the
     dual residual ``tol``.
     """

@@ -12,10 +12,10 @@ __all__ = ["Grid"]
 
 @dataclasses.dataclass(frozen=True)
 class Grid:
-    r"""A regular grid of ``shape`` cells on the unit cube :math:`[0, 1]^d`, ``d`` = 1, 2 or 3.
+    r"""A regular grid of ``shape`` cells on the unit cube $[0, 1]^d$, ``d`` = 1, 2 or 3.
 
-    Cell ``(i_1, ..., i_d)`` has centre :math:`((i_1 + 1/2) h_1, \dots, (i_d + 1/2) h_d)` with
-    spacing :math:`h_a = 1/n_a`; axes may have different sizes (non-square grids). A grid
+    Cell ``(i_1, ..., i_d)`` has centre $((i_1 + 1/2) h_1, \dots, (i_d + 1/2) h_d)$ with
+    spacing $h_a = 1/n_a$; axes may have different sizes (non-square grids). A grid
     density is an array of this ``shape``: a histogram (nonnegative masses of the cells) in
     the public functions, which normalize it to unit mass. Internally the solvers use the
     density with respect to Lebesgue measure on the cube, ``hist * grid.size`` (mean 1), as in

@@ -3,17 +3,19 @@ r"""Wasserstein barycenters on grids by Sobolev gradient ascent (SGA).
 Kim, Zhou, Zhu & Chen, "Sobolev Gradient Ascent for Optimal Transport: Barycenter
 Optimization and Convergence Analysis", ICLR 2026 (arXiv:2505.13660).
 
-Barycenter problem, cost :math:`c(x, y) = \tfrac12|x-y|^2`, weights :math:`\alpha_i > 0`,
-:math:`\sum_i \alpha_i = 1`:
+Barycenter problem, cost $c(x, y) = \tfrac12|x-y|^2$, weights $\alpha_i > 0$,
+$\sum_i \alpha_i = 1$:
 
-.. math:: \min_\rho \sum_i \alpha_i\, \tfrac12 W_2^2(\mu_i, \rho)
-    = \max_{\sum_i \alpha_i f_i = 0} D(f), \qquad D(f) = \sum_i \alpha_i \int f_i^c\, d\mu_i .
+$$
+\min_\rho \sum_i \alpha_i\, \tfrac12 W_2^2(\mu_i, \rho)
+= \max_{\sum_i \alpha_i f_i = 0} D(f), \qquad D(f) = \sum_i \alpha_i \int f_i^c\, d\mu_i .
+$$
 
-The constraint-free form of the paper eliminates :math:`f_m`; :math:`D` is concave (a
-c-transform is an infimum of affine functions of :math:`f`) and its first variation is
-:math:`\delta D = -\sum_i \alpha_i \int \delta f_i\, d\rho_i` with
-:math:`\rho_i = (T_i)_\#\mu_i`, :math:`T_i = \nabla(q - f_i)^*`. At the optimum all
-:math:`\rho_i` coincide and equal the barycenter (the paper's Theorem 4). No c-concavity
+The constraint-free form of the paper eliminates $f_m$; $D$ is concave (a
+c-transform is an infimum of affine functions of $f$) and its first variation is
+$\delta D = -\sum_i \alpha_i \int \delta f_i\, d\rho_i$ with
+$\rho_i = (T_i)_\#\mu_i$, $T_i = \nabla(q - f_i)^*$. At the optimum all
+$\rho_i$ coincide and equal the barycenter (the paper's Theorem 4). No c-concavity
 projection is applied to the iterates.
 """
 
@@ -58,23 +60,23 @@ _SCHEDULES = ("constant", "sqrt", "adaptive")
 
 
 class BarycenterState(NamedTuple):
-    """State of :func:`sobolev_barycenter`.
+    """State of `sobolev_barycenter`.
 
     Attributes:
-        x: the barycenter estimate :math:`\\bar\\rho = \\sum_i \\alpha_i \\rho_i` (a histogram,
+        x: the barycenter estimate $\\bar\\rho = \\sum_i \\alpha_i \\rho_i$ (a histogram,
             sums to one) at ``potentials``.
         iter_num: steps taken.
-        error: :math:`\\big(\\sum_i \\alpha_i \\|\\rho_i - \\bar\\rho\\|_{\\dot H^{-1}}^2\\big)^{1/2}`,
+        error: $\\big(\\sum_i \\alpha_i \\|\\rho_i - \\bar\\rho\\|_{\\dot H^{-1}}^2\\big)^{1/2}$,
             the norm of the dual gradient in the ascent geometry (zero exactly at the dual
             optimum). It has units of length and approximates the spread of the pushforwards
-            in :math:`W_2` distance (for nearby densities :math:`W_2 \\approx \\|\\cdot\\|_{\\dot H^{-1}}`).
+            in $W_2$ distance (for nearby densities $W_2 \\approx \\|\\cdot\\|_{\\dot H^{-1}}$).
         status: int32 status.
-        potentials: the dual potentials :math:`f_i`, shape ``(m, *grid)``,
-            :math:`\\sum_i \\alpha_i f_i = 0`.
-        direction: the Sobolev gradient :math:`(-\\Delta)^{-1}(\\bar\\rho - \\rho_i)` at ``potentials``.
-        dual_value: :math:`2 D(f) \\approx \\sum_i \\alpha_i W_2^2(\\mu_i, \\cdot)` lower bound
+        potentials: the dual potentials $f_i$, shape ``(m, *grid)``,
+            $\\sum_i \\alpha_i f_i = 0$.
+        direction: the Sobolev gradient $(-\\Delta)^{-1}(\\bar\\rho - \\rho_i)$ at ``potentials``.
+        dual_value: $2 D(f) \\approx \\sum_i \\alpha_i W_2^2(\\mu_i, \\cdot)$ lower bound
             estimate (sub-cell quadrature), for convergence plots.
-        stepsize: the step :math:`\\sigma` used by the next step.
+        stepsize: the step $\\sigma$ used by the next step.
         previous: the previous point of the main (gradient-step) sequence, for momentum.
         momentum: steps since the last momentum restart.
     """
@@ -252,32 +254,32 @@ def sobolev_barycenter(
     r"""Sobolev gradient ascent (SGA) for the 2-Wasserstein barycenter of grid densities.
 
     Kim, Zhou, Zhu & Chen, ICLR 2026 (arXiv:2505.13660); operators from the back-and-forth
-    method (Jacobs & Léger 2020). Each step, for every input :math:`i` (vectorized):
+    method (Jacobs & Léger 2020). Each step, for every input $i$ (vectorized):
 
-    1. :math:`\psi_i = (q - f_i)^*` by the separable Legendre transform (:func:`legendre`);
-    2. :math:`\rho_i = (\nabla\psi_i)_\#\mu_i` by :func:`~jaxsolve.ot.pushforward` (each cell cut
+    1. $\psi_i = (q - f_i)^*$ by the separable Legendre transform (`legendre`);
+    2. $\rho_i = (\nabla\psi_i)_\#\mu_i$ by `pushforward` (each cell cut
        into ``subsample**d`` sub-cells, finite-difference map, cloud-in-cell deposit); in 1D
        exactly, the mass of each atom's Laguerre interval (the deposit collapses a sub-cell
        whose image spans several cells onto the cells around its mean image, which gave
-       Dirac inputs a spurious fixed point: every :math:`\rho_i` equal, error zero, the mass
+       Dirac inputs a spurious fixed point: every $\rho_i$ equal, error zero, the mass
        on the wrong cells);
-    3. :math:`\bar\rho = \sum_i\alpha_i\rho_i` and the :math:`\dot H^1` gradient
-       :math:`g_i = (-\Delta)^{-1}(\bar\rho - \rho_i)` (Neumann, DCT via FFT), then
-       :math:`f_i \leftarrow y_i + \sigma g_i(y)`, where :math:`y = f` without momentum and
-       the Nesterov point :math:`y_k = f_k + \tfrac{k}{k+3}(f_k - f_{k-1})` with it.
+    3. $\bar\rho = \sum_i\alpha_i\rho_i$ and the $\dot H^1$ gradient
+       $g_i = (-\Delta)^{-1}(\bar\rho - \rho_i)$ (Neumann, DCT via FFT), then
+       $f_i \leftarrow y_i + \sigma g_i(y)$, where $y = f$ without momentum and
+       the Nesterov point $y_k = f_k + \tfrac{k}{k+3}(f_k - f_{k-1})$ with it.
 
-    Since :math:`\sum_i \alpha_i g_i = 0`, the constraint :math:`\sum_i\alpha_i f_i = 0` is kept
-    exactly: this is the paper's constraint-free dual (with :math:`f_m` eliminated), ascended in
-    the :math:`\alpha`-weighted :math:`\dot H^1` metric, which treats the inputs symmetrically
-    (the paper's "parallel" scheme uses the unweighted metric on :math:`f_1..f_{m-1}`; both are
-    gradient ascent on the same concave dual). :math:`\sum_i \alpha_i \langle\rho_i - \bar\rho,
-    g_i\rangle = \|\cdot\|^2_{\dot H^{-1}}` is the predicted ascent, so ``error`` (its square
+    Since $\sum_i \alpha_i g_i = 0$, the constraint $\sum_i\alpha_i f_i = 0$ is kept
+    exactly: this is the paper's constraint-free dual (with $f_m$ eliminated), ascended in
+    the $\alpha$-weighted $\dot H^1$ metric, which treats the inputs symmetrically
+    (the paper's "parallel" scheme uses the unweighted metric on $f_1..f_{m-1}$; both are
+    gradient ascent on the same concave dual). $\sum_i \alpha_i \langle\rho_i - \bar\rho,
+    g_i\rangle = \|\cdot\|^2_{\dot H^{-1}}$ is the predicted ascent, so ``error`` (its square
     root) is the dual gradient norm.
 
-    Step size: :math:`\sigma = \text{stepsize} / \max_i \max \mu_i` (densities w.r.t. Lebesgue,
+    Step size: $\sigma = \text{stepsize} / \max_i \max \mu_i$ (densities w.r.t. Lebesgue,
     mean one), i.e. the paper's constant step made dimensionless by the largest density as in
-    BFM's initial step :math:`4/\max(\mu,\nu)`; ``schedule="sqrt"`` uses the paper's
-    :math:`\sigma/\sqrt{t+1}` (the :math:`O(T^{-1/2})` theory). The paper also has an adaptive
+    BFM's initial step $4/\max(\mu,\nu)$; ``schedule="sqrt"`` uses the paper's
+    $\sigma/\sqrt{t+1}$ (the $O(T^{-1/2})$ theory). The paper also has an adaptive
     (Armijo-Goldstein) rule from BFM; with the sub-cell quadrature the dual value is only
     approximately consistent with the pushforward, and in our runs that rule shrank the step to
     zero before convergence, so it is not offered (GUESS, measured). ``momentum=True``
@@ -291,7 +293,7 @@ def sobolev_barycenter(
     Protocol: ``x0`` = initial potentials, shape ``(m, *grid)`` (zeros: every map the identity);
     ``args = (densities, weights)`` with ``densities`` of shape ``(m, *grid)`` (normalized to
     unit mass inside) and ``weights`` of shape ``(m,)``; ``state.x`` is the barycenter histogram.
-    Use :func:`barycenter` for validated input.
+    Use `barycenter` for validated input.
 
     Args:
         stepsize: dimensionless step (numeric hyperparameter: changing it does not recompile).
@@ -418,9 +420,9 @@ def barycenter(
     progress: bool = False,
     implicit_solve: str = "gmres",
 ) -> Solution:
-    r"""2-Wasserstein barycenter :math:`\arg\min_\rho \sum_i \alpha_i W_2^2(\mu_i, \rho)` on a grid.
+    r"""2-Wasserstein barycenter $\arg\min_\rho \sum_i \alpha_i W_2^2(\mu_i, \rho)$ on a grid.
 
-    Exact (unregularized) barycenter by Sobolev gradient ascent (:func:`sobolev_barycenter`;
+    Exact (unregularized) barycenter by Sobolev gradient ascent (`sobolev_barycenter`;
     Kim, Zhou, Zhu & Chen, ICLR 2026).
 
     Normalization: each density is a nonnegative histogram on the cells of ``grid`` (any total
@@ -432,32 +434,32 @@ def barycenter(
         densities: shape ``(m, *grid_shape)`` (1, 2 or 3 grid axes), nonnegative, finite, each
             with positive mass; or a list of such arrays (all on the same grid).
         weights: shape ``(m,)``, nonnegative, summing to one (default uniform).
-        grid: optional :class:`Grid`; must match the densities' shape.
-        tol: tolerance on ``error`` (:math:`\dot H^{-1}` spread of the pushforwards, length
-            units on the unit cube). Default: a fraction of the cell width :math:`h = 1/\max n_a`
+        grid: optional `Grid`; must match the densities' shape.
+        tol: tolerance on ``error`` ($\dot H^{-1}$ spread of the pushforwards, length
+            units on the unit cube). Default: a fraction of the cell width $h = 1/\max n_a$
             above the measured discretization floor, ``0.1 h`` in 1D, ``0.03 h`` in 2D and ``0.05 h`` in 3D
             (twice that in float32).
         max_steps: step budget.
-        stepsize: initial dimensionless step, see :func:`sobolev_barycenter`.
-        subsample: sub-cells per axis in the pushforward, see :func:`sobolev_barycenter`.
-        schedule: step-size rule, see :func:`sobolev_barycenter`.
+        stepsize: initial dimensionless step, see `sobolev_barycenter`.
+        subsample: sub-cells per axis in the pushforward, see `sobolev_barycenter`.
+        schedule: step-size rule, see `sobolev_barycenter`.
         history: record ``error`` per step in ``sol.history``.
         progress: show a progress bar (host-driven chunks; the result is then not
             differentiable).
         implicit_solve: linear solver of the implicit derivative (``"gmres"`` default,
-            ``"bicgstab"``, or a callable, see :func:`jaxsolve.core.linear_solve`).
+            ``"bicgstab"``, or a callable, see `jaxsolve.core.linear_solve`).
 
     Returns:
-        :class:`jaxsolve.Solution` with ``x`` the barycenter histogram and ``state.potentials``.
+        `jaxsolve.Solution` with ``x`` the barycenter histogram and ``state.potentials``.
 
     Differentiation: ``sol.x`` is differentiable (``jax.grad``/``jax.jvp``) with respect to
     ``densities`` and ``weights`` by the implicit function theorem at the fixed point of one
-    projected SGA step, :math:`T(f) = C P_\alpha(f + \sigma g(f))` (``P_\alpha`` keeps
-    :math:`\sum_i \alpha_i f_i = 0`, ``C`` removes each potential's mean, which no pushforward
-    sees, so that :math:`I - T'` is invertible where it matters); then
-    :math:`x = \sum_i \alpha_i (T_i)_\#\mu_i` is differentiated directly. The loop itself is
+    projected SGA step, $T(f) = C P_\alpha(f + \sigma g(f))$ (``P_\alpha`` keeps
+    $\sum_i \alpha_i f_i = 0$, ``C`` removes each potential's mean, which no pushforward
+    sees, so that $I - T'$ is invertible where it matters); then
+    $x = \sum_i \alpha_i (T_i)_\#\mu_i$ is differentiated directly. The loop itself is
     never differentiated. Each gradient costs one GMRES solve on JVPs of a step. For a scalar
-    functional of the barycenter prefer :func:`barycenter_functional` (envelope theorem).
+    functional of the barycenter prefer `barycenter_functional` (envelope theorem).
     """
     if isinstance(densities, list | tuple):
         shapes = {tuple(np.shape(d)) for d in densities}
@@ -493,7 +495,7 @@ class _Potentials(AbstractSolver):
     adjoint=Implicit())`` differentiates in `barycenter`.
 
     ``optimality(f, args) = T(f) - f`` with ``T(f) = C P_w (f + sigma g(f))``, one SGA step
-    at a fixed step, projected onto :math:`\sum_i \alpha_i f_i = 0` (``P_w``) and
+    at a fixed step, projected onto $\sum_i \alpha_i f_i = 0$ (``P_w``) and
     zero-mean potentials (``C``, which removes the constants that leave every
     pushforward unchanged, so that ``I - T'`` is invertible where it matters). Its fixed
     points are the dual optimizers (all pushforwards equal), for any sigma; the loop's
@@ -527,12 +529,12 @@ def _center(f, weights):
 
 @partial(jax.jit, static_argnames=("grid", "sub"))
 def _with_barycenter(sol, hists, weights, grid, sub):
-    r""":math:`x = \sum_i \alpha_i (T_i)_\#\mu_i` at the (implicitly differentiated)
+    r"""$x = \sum_i \alpha_i (T_i)_\#\mu_i$ at the (implicitly differentiated)
     potentials ``sol.x``, differentiated directly; ``sol.x`` and ``sol.state.x`` become it.
 
     The value is taken at the centred potentials (the loop's, up to rounding) and the
     tangent is ``sol.x``'s as it is: a change of the weights moves the constraint
-    :math:`\sum_i \alpha_i f_i = 0` itself, so the tangent must not be re-centred."""
+    $\sum_i \alpha_i f_i = 0$ itself, so the tangent must not be re-centred."""
     sg = jax.lax.stop_gradient
     f = _center(sg(sol.x), sg(weights)) + (sol.x - sg(sol.x))
     _, rbar, _, _, _ = _evaluate(f, hists, weights, grid, sub, "auto")
@@ -549,31 +551,31 @@ def barycenter_functional(
     stepsize: float = 2.0,
     subsample: int = 2,
 ):
-    r"""The barycenter functional :math:`F(\alpha, \mu) = \min_\rho \sum_i \alpha_i W_2^2(\mu_i, \rho)`.
+    r"""The barycenter functional $F(\alpha, \mu) = \min_\rho \sum_i \alpha_i W_2^2(\mu_i, \rho)$.
 
-    Returns ``(F, sol)`` with ``sol`` the :func:`barycenter` solution. The value is
-    :math:`\sum_i \alpha_i C_i`, :math:`C_i` the cost of the transport plan from
-    :math:`\mu_i` to its pushforward :math:`\rho_i` (cell centre to image point, as in
-    :func:`w2`; in 1D the exact cost of the semi-discrete plan of the cell-uniform density),
-    i.e. :math:`C_i \approx W_2^2(\mu_i, \bar\rho)` at the computed barycenter.
+    Returns ``(F, sol)`` with ``sol`` the `barycenter` solution. The value is
+    $\sum_i \alpha_i C_i$, $C_i$ the cost of the transport plan from
+    $\mu_i$ to its pushforward $\rho_i$ (cell centre to image point, as in
+    `w2`; in 1D the exact cost of the semi-discrete plan of the cell-uniform density),
+    i.e. $C_i \approx W_2^2(\mu_i, \bar\rho)$ at the computed barycenter.
 
     Derivatives (envelope theorem; ``jax.grad``/``jax.jvp`` both work, nothing is unrolled).
-    With the Lagrangian of the dual, :math:`L = \sum_i \alpha_i [\int f_i^c\, d\mu_i +
-    \int f_i\, d\rho]` (:math:`\rho` the multiplier of :math:`\sum_i \alpha_i f_i = 0`, i.e.
-    the barycenter), :math:`F = 2 \max_f \min_\rho L`, and at the saddle point
+    With the Lagrangian of the dual, $L = \sum_i \alpha_i [\int f_i^c\, d\mu_i +
+    \int f_i\, d\rho]$ ($\rho$ the multiplier of $\sum_i \alpha_i f_i = 0$, i.e.
+    the barycenter), $F = 2 \max_f \min_\rho L$, and at the saddle point
 
-    * :math:`\partial F / \partial \alpha_i = 2[\int f_i^c\, d\mu_i + \int f_i\, d\rho] =
-      W_2^2(\mu_i, \rho)` (Kantorovich duality for the pair): the weight gradient is the vector
-      of squared distances from the barycenter to the inputs (here :math:`C_i`);
-    * :math:`\partial F / \partial \mu_i = 2\alpha_i f_i^c`, the Kantorovich potential of
-      :math:`\mu_i` (cell averages of the exact discrete c-transform of :math:`f_i` at the
-      sub-cell corners, the densities being cell-uniform), seen through the normalization :math:`\mu_i / \sum \mu_i` (so the gradient
-      has zero :math:`\hat\mu_i`-mean and is divided by the input's mass).
+    * $\partial F / \partial \alpha_i = 2[\int f_i^c\, d\mu_i + \int f_i\, d\rho] =
+      W_2^2(\mu_i, \rho)$ (Kantorovich duality for the pair): the weight gradient is the vector
+      of squared distances from the barycenter to the inputs (here $C_i$);
+    * $\partial F / \partial \mu_i = 2\alpha_i f_i^c$, the Kantorovich potential of
+      $\mu_i$ (cell averages of the exact discrete c-transform of $f_i$ at the
+      sub-cell corners, the densities being cell-uniform), seen through the normalization $\mu_i / \sum \mu_i$ (so the gradient
+      has zero $\hat\mu_i$-mean and is divided by the input's mass).
 
     The optimal potentials and barycenter are constants of the derivative (their own
     first-order effect vanishes at the optimum), which is what makes this cheap and exact at
     the optimum; away from it the error is first order in the dual residual ``sol.error``.
-    Arguments as in :func:`barycenter`.
+    Arguments as in `barycenter`.
     """
     sg = jax.lax.stop_gradient
     sol = barycenter(

@@ -1,15 +1,15 @@
 r"""Grid building blocks for quadratic-cost optimal transport, all pure and jit/vmap-able.
 
-* :func:`legendre` - the discrete Legendre transform :math:`u^*(x) = \max_y\, x\cdot y - u(y)`
+* `legendre` - the discrete Legendre transform $u^*(x) = \max_y\, x\cdot y - u(y)$
   over the grid's cell centres ``y``, separable (one 1D transform per axis) and linear time
   per line (lower convex hull by a monotone stack, then a merge with the sorted slopes), with
-  an :math:`O(n^2)`-per-line brute force kept for tests.
-* :func:`c_transform` - :math:`f^c(x) = \min_y \tfrac12|x-y|^2 - f(y) = q(x) - (q - f)^*(x)`,
-  :math:`q = \tfrac12|x|^2`.
-* :func:`transport_map` - :math:`T = \nabla (q - f)^*`, the map of :math:`f^c`
-  (:math:`T(x) = x - \nabla f^c(x)`), by finite differences of the conjugate at sub-cell corners.
-* :func:`pushforward` - :math:`T_\#\mu` of a grid histogram, mass conserving (cloud-in-cell).
-* :func:`inverse_laplacian` - :math:`(-\Delta)^{-1}` with Neumann boundary conditions by DCT.
+  an $O(n^2)$-per-line brute force kept for tests.
+* `c_transform` - $f^c(x) = \min_y \tfrac12|x-y|^2 - f(y) = q(x) - (q - f)^*(x)$,
+  $q = \tfrac12|x|^2$.
+* `transport_map` - $T = \nabla (q - f)^*$, the map of $f^c$
+  ($T(x) = x - \nabla f^c(x)$), by finite differences of the conjugate at sub-cell corners.
+* `pushforward` - $T_\#\mu$ of a grid histogram, mass conserving (cloud-in-cell).
+* `inverse_laplacian` - $(-\Delta)^{-1}$ with Neumann boundary conditions by DCT.
 
 These are the operators of the back-and-forth method (Jacobs & Léger, Numer. Math. 2020) used
 by Sobolev gradient ascent (Kim, Zhou, Zhu & Chen, "Sobolev Gradient Ascent for Optimal
@@ -195,14 +195,14 @@ def legendre(
     sub: int = 1,
     method: str = "auto",
 ) -> Float[Array, " ..."]:
-    r"""Discrete Legendre transform :math:`u^*(x) = \max_{y} \langle x, y\rangle - u(y)` on a grid.
+    r"""Discrete Legendre transform $u^*(x) = \max_{y} \langle x, y\rangle - u(y)$ on a grid.
 
-    ``y`` runs over the cell centres of ``grid``; :math:`u^*` is computed separably,
-    :math:`u^*(x) = \max_{y_1}[x_1 y_1 + \max_{y_2}[x_2 y_2 + \dots - u(y)]]`, one pass of 1D
+    ``y`` runs over the cell centres of ``grid``; $u^*$ is computed separably,
+    $u^*(x) = \max_{y_1}[x_1 y_1 + \max_{y_2}[x_2 y_2 + \dots - u(y)]]$, one pass of 1D
     transforms per axis (negating in between). With ``method="hull"`` each 1D transform takes
     linear time (lower convex hull by a monotone stack, then merging the hull's edge slopes with
     the sorted queries: Lucet's linear-time Legendre transform, 1997); ``method="brute"`` is the
-    :math:`O(n \cdot m)` maximum per line (reference for tests). Both are exact in exact
+    $O(n \cdot m)$ maximum per line (reference for tests). Both are exact in exact
     arithmetic.
 
     Args:
@@ -211,7 +211,7 @@ def legendre(
         grid: the grid (default ``Grid(u.shape)``).
         queries: ``"centres"`` evaluates at the cell centres; ``"corners"`` at the corners of the
             sub-cells of a ``sub``-times refined grid, ``(sub * n_a + 1)`` points ``j/(sub n_a)``
-            per axis (used by :func:`transport_map`).
+            per axis (used by `transport_map`).
         sub: refinement factor for ``"corners"``.
         method: ``"auto"`` (brute force up to 512 points per line, else hull), ``"hull"``
             (linear time) or ``"brute"`` (O(n m) per line, dense and vectorized).
@@ -267,10 +267,10 @@ def _half_sq_norm(grid, dtype, queries="centres", sub=1):
 def c_transform(
     f: Float[Array, " *grid"], grid: Grid | None = None, *, method: str = "auto"
 ) -> Float[Array, " *grid"]:
-    r"""Discrete c-transform for :math:`c(x, y) = \tfrac12 |x - y|^2` on the grid's cell centres.
+    r"""Discrete c-transform for $c(x, y) = \tfrac12 |x - y|^2$ on the grid's cell centres.
 
-    :math:`f^c(x) = \min_y \tfrac12|x - y|^2 - f(y) = q(x) - (q - f)^*(x)` with
-    :math:`q = \tfrac12|\cdot|^2`: one :func:`legendre` transform (linear time per line).
+    $f^c(x) = \min_y \tfrac12|x - y|^2 - f(y) = q(x) - (q - f)^*(x)$ with
+    $q = \tfrac12|\cdot|^2$: one `legendre` transform (linear time per line).
     """
     grid = Grid(f.shape) if grid is None else grid
     q = _half_sq_norm(grid, f.dtype)
@@ -281,14 +281,14 @@ def c_transform(
 def transport_map(
     f: Float[Array, " *grid"], grid: Grid | None = None, *, sub: int = 1, method: str = "auto"
 ) -> Float[Array, " *fine d"]:
-    r"""The map :math:`T = \nabla (q - f)^*` of :math:`f^c` (:math:`T(x) = x - \nabla f^c(x)`).
+    r"""The map $T = \nabla (q - f)^*$ of $f^c$ ($T(x) = x - \nabla f^c(x)$).
 
-    The conjugate :math:`\psi = (q - f)^*` is evaluated at the corners of a ``sub``-times
-    refined grid and :math:`T` at each sub-cell centre is the gradient of the multilinear
-    interpolant of :math:`\psi` there (as in the back-and-forth method). Where the sub-cell lies
-    inside one cell of the power diagram, :math:`T` is exactly a cell centre; across a
+    The conjugate $\psi = (q - f)^*$ is evaluated at the corners of a ``sub``-times
+    refined grid and $T$ at each sub-cell centre is the gradient of the multilinear
+    interpolant of $\psi$ there (as in the back-and-forth method). Where the sub-cell lies
+    inside one cell of the power diagram, $T$ is exactly a cell centre; across a
     boundary it interpolates between the two, which the cloud-in-cell deposit of
-    :func:`pushforward` turns into the fraction of the sub-cell on each side.
+    `pushforward` turns into the fraction of the sub-cell on each side.
 
     Returns an array of shape ``(*[sub * n_a], d)`` of image points.
     """
@@ -361,8 +361,8 @@ def pushforward(
 
 
 def neumann_eigenvalues(grid: Grid, dtype=jnp.float64):
-    r"""Eigenvalues :math:`\lambda_k = \sum_a 2 n_a^2 (1 - \cos(\pi k_a / n_a))` of the
-    Neumann 2d+1-point Laplacian :math:`-\Delta_h` (spacing :math:`1/n_a`), in DCT-II order."""
+    r"""Eigenvalues $\lambda_k = \sum_a 2 n_a^2 (1 - \cos(\pi k_a / n_a))$ of the
+    Neumann 2d+1-point Laplacian $-\Delta_h$ (spacing $1/n_a$), in DCT-II order."""
     lam = 0.0
     for a, n in enumerate(grid.shape):
         shape = [1] * grid.ndim
@@ -404,31 +404,31 @@ def _inverse_laplacian(r, grid):
 def inverse_laplacian(
     r: Float[Array, " *grid"], grid: Grid | None = None
 ) -> Float[Array, " *grid"]:
-    r"""Solve :math:`-\Delta_h u = r - \bar r` with Neumann boundary conditions, :math:`\bar u = 0`.
+    r"""Solve $-\Delta_h u = r - \bar r$ with Neumann boundary conditions, $\bar u = 0$.
 
-    :math:`\Delta_h` is the standard (2d+1)-point Laplacian with spacing :math:`1/n_a` and
+    $\Delta_h$ is the standard (2d+1)-point Laplacian with spacing $1/n_a$ and
     reflecting (Neumann) boundaries, diagonalized by the DCT-II (eigenvalues
-    :func:`neumann_eigenvalues`; the constant mode is dropped). The DCT-II of ``r`` is computed
+    `neumann_eigenvalues`; the constant mode is dropped). The DCT-II of ``r`` is computed
     as the real FFT of its even reflection (``2n_a`` points per axis), on which the Neumann
     Laplacian is the periodic one with the same eigenvalues
-    :math:`2 n_a^2 (1 - \cos(\pi k_a / n_a))`; this is several times faster than
-    ``jax.scipy.fft.dctn`` on CPU. :math:`O(N \log N)`. This is the Riesz map of the
-    homogeneous Sobolev space :math:`\dot H^1` used by SGA/BFM.
+    $2 n_a^2 (1 - \cos(\pi k_a / n_a))$; this is several times faster than
+    ``jax.scipy.fft.dctn`` on CPU. $O(N \log N)$. This is the Riesz map of the
+    homogeneous Sobolev space $\dot H^1$ used by SGA/BFM.
     """
     grid = Grid(r.shape) if grid is None else grid
     return _inverse_laplacian(r, grid)
 
 
 def _laguerre_intervals_1d(u):
-    r"""Right ends :math:`s_j` (``j < n - 1``) of the Laguerre intervals of the atoms.
+    r"""Right ends $s_j$ (``j < n - 1``) of the Laguerre intervals of the atoms.
 
-    The set of ``x`` whose maximizer of :math:`x y_k - u_k` lies among ``y_0..y_j`` is
-    :math:`[0, s_j]`, :math:`s_j` the slope of the lower convex hull of ``u`` over
-    :math:`[y_j, y_{j+1}]` (the hull is linear between consecutive atoms), clipped to
-    :math:`[0, 1]`: :math:`s_j = \max_{a \le j} \min_{b > j} (u_b - u_a)/(y_b - y_a)`
+    The set of ``x`` whose maximizer of $x y_k - u_k$ lies among ``y_0..y_j`` is
+    $[0, s_j]$, $s_j$ the slope of the lower convex hull of ``u`` over
+    $[y_j, y_{j+1}]$ (the hull is linear between consecutive atoms), clipped to
+    $[0, 1]$: $s_j = \max_{a \le j} \min_{b > j} (u_b - u_a)/(y_b - y_a)$
     (the hull edge over the gap is the tangent from its left end to the right points,
     and any other left point is above it). ``u`` has shape ``(L, n)``. Up to
-    ``_AUTO_BRUTE_MAX`` points this dense :math:`O(n^2)` form (compiles and runs fast,
+    ``_AUTO_BRUTE_MAX`` points this dense $O(n^2)$ form (compiles and runs fast,
     as the brute Legendre transform), beyond it the hull's vertices. Differentiable in
     ``u`` (the active pair is a constant of the derivative).
     """
@@ -456,8 +456,8 @@ def _laguerre_pushforward_1d(u, hist):
 
     ``u = q - f`` (shape ``(L, n)``, values at the cell centres ``y_j``) and ``hist``
     (shape ``(L, n)``, masses of densities uniform on each cell). The map sends ``x`` to
-    the maximizer of :math:`x y_j - u_j`, so the image puts mass
-    :math:`F(s_j) - F(s_{j-1})` on :math:`y_j` (`_laguerre_intervals_1d`; ``F`` the
+    the maximizer of $x y_j - u_j$, so the image puts mass
+    $F(s_j) - F(s_{j-1})$ on $y_j$ (`_laguerre_intervals_1d`; ``F`` the
     piecewise linear CDF of the density). This is the supergradient of the semi-discrete
     dual. A cloud-in-cell deposit of the finite-difference map (`pushforward`) equals it
     only where each sub-cell's image spans at most two neighbouring cells; elsewhere it
@@ -475,7 +475,7 @@ def _laguerre_pushforward_1d(u, hist):
 
 
 def _laguerre_plan_cost_1d(u, hist):
-    r"""Cost :math:`\int |x - T(x)|^2 d\mu(x)` of the plan of `_laguerre_pushforward_1d`.
+    r"""Cost $\int |x - T(x)|^2 d\mu(x)$ of the plan of `_laguerre_pushforward_1d`.
 
     The exact semi-discrete cost for densities uniform on each cell (cell ``k``'s part in
     the Laguerre interval of ``y_j`` goes to ``y_j``). Shapes ``(L, n)``; returns ``(L,)``.
@@ -524,9 +524,9 @@ def _plan_cost(hist, pts, grid, sub):
 
 
 def _cell_potential(psi, grid, sub):
-    r"""Cell averages of :math:`f^c = q - \psi` from corner values of :math:`\psi` on the
+    r"""Cell averages of $f^c = q - \psi$ from corner values of $\psi$ on the
     ``sub``-refined grid (corner means per sub-cell, then sub-cell means per cell): the
-    derivative of :math:`\int f^c\, d\mu` with respect to the mass of a cell-uniform density."""
+    derivative of $\int f^c\, d\mu$ with respect to the mass of a cell-uniform density."""
     fc = _half_sq_norm(grid, psi.dtype, "corners", sub) - psi
     for a in range(grid.ndim):
         lo = jax.lax.slice_in_dim(fc, 0, fc.shape[a] - 1, axis=a)
