@@ -1,21 +1,25 @@
 r"""The workhorse of the weighted projections: an exact root of a monotone threshold sum.
 
-For weights :math:`w_i \ge 0`, bounds :math:`l_i \le u_i` and segments :math:`s(i)`,
-find one multiplier :math:`\tau_g` per segment with
+For weights $w_i \ge 0$, bounds $l_i \le u_i$ and segments $s(i)$,
+find one multiplier $\tau_g$ per segment with
 
-.. math:: \phi_g(\tau_g) = \sum_{i \in g} w_i \operatorname{clip}(x_i - \tau_g w_i, l_i, u_i) = c_g
+$$
+\phi_g(\tau_g) = \sum_{i \in g} w_i \operatorname{clip}(x_i - \tau_g w_i, l_i, u_i) = c_g
+$$
 
-(``nonneg=False``, an equality constraint), or the smallest :math:`\tau_g \ge 0` with
-:math:`\phi_g(\tau_g) \le c_g` (``nonneg=True``, an inequality). This is the KKT system
-of :math:`\min \tfrac12\|y - x\|^2` over :math:`\{l \le y \le u,\ w^\top y\ (=|\le)\ c\}`,
+(``nonneg=False``, an equality constraint), or the smallest $\tau_g \ge 0$ with
+$\phi_g(\tau_g) \le c_g$ (``nonneg=True``, an inequality). This is the KKT system
+of $\min \tfrac12\|y - x\|^2$ over $\{l \le y \le u,\ w^\top y\ (=|\le)\ c\}$,
 solved segment by segment (e.g. Helgason, Kennington and Lall, Math. Prog. 1980;
 Kiwiel, J. Optim. Theory Appl. 2008, for the breakpoint view).
 
-Method: :math:`\phi_g` is piecewise linear and non-increasing. Bisection on
-:math:`\tau` (not differentiated) shrinks the bracket to machine precision; the
-coordinates are then split into those at :math:`l`, at :math:`u` and free, and
+Method: $\phi_g$ is piecewise linear and non-increasing. Bisection on
+$\tau$ (not differentiated) shrinks the bracket to machine precision; the
+coordinates are then split into those at $l$, at $u$ and free, and
 
-.. math:: \tau_g = \frac{\sum_{\text{free}} w_i x_i + \sum_{\text{at } u} w_i u_i + \sum_{\text{at } l} w_i l_i - c_g}{\sum_{\text{free}} w_i^2}
+$$
+\tau_g = \frac{\sum_{\text{free}} w_i x_i + \sum_{\text{at } u} w_i u_i + \sum_{\text{at } l} w_i l_i - c_g}{\sum_{\text{free}} w_i^2}
+$$
 
 is evaluated in closed form. The closed form is the exact root of the linear piece
 (so the result matches a QP solver to rounding), and it is what autodiff sees, so

@@ -15,13 +15,15 @@ __all__ = ["affine", "halfspace"]
 def affine(
     x: Float[Array, " n"], A: Float[Array, "m n"], b: Float[Array, " m"]
 ) -> Float[Array, " n"]:
-    r"""Euclidean projection onto the affine set :math:`\{y : A y = b\}`.
+    r"""Euclidean projection onto the affine set $\{y : A y = b\}$.
 
-    .. math:: P(x) = x - A^{+}(A x - b),
+    $$
+    P(x) = x - A^{+}(A x - b),
+    $$
 
-    with :math:`A^+` the Moore-Penrose pseudo-inverse (so rank-deficient ``A`` with a
+    with $A^+$ the Moore-Penrose pseudo-inverse (so rank-deficient ``A`` with a
     consistent ``b`` is fine). Differentiable in ``x``, ``A`` and ``b``. For many
-    projections onto one set, factor once and use :math:`x - A^+(Ax - b)` yourself.
+    projections onto one set, factor once and use $x - A^+(Ax - b)$ yourself.
 
     Args:
         x: point, shape ``(n,)``.
@@ -56,9 +58,11 @@ def affine(
 def halfspace(
     x: Float[Array, " ..."], a: Float[Array, " ..."], b: float | jax.Array
 ) -> Float[Array, " ..."]:
-    r"""Euclidean projection onto the half-space :math:`\{y : a^\top y \le b\}`.
+    r"""Euclidean projection onto the half-space $\{y : a^\top y \le b\}$.
 
-    .. math:: P(x) = x - \frac{\max(a^\top x - b, 0)}{\|a\|^2}\, a.
+    $$
+    P(x) = x - \frac{\max(a^\top x - b, 0)}{\|a\|^2}\, a.
+    $$
 
     Args:
         x: point (any shape).

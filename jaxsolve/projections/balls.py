@@ -1,4 +1,4 @@
-r"""Projections onto the :math:`\ell_1` and :math:`\ell_2` balls."""
+r"""Projections onto the $\ell_1$ and $\ell_2$ balls."""
 
 from __future__ import annotations
 
@@ -13,13 +13,15 @@ __all__ = ["l1_ball", "l2_ball"]
 
 
 def l1_ball(x: Float[Array, " ..."], r: float | jax.Array = 1.0) -> Float[Array, " ..."]:
-    r"""Euclidean projection onto the :math:`\ell_1` ball :math:`\{y : \|y\|_1 \le r\}`.
+    r"""Euclidean projection onto the $\ell_1$ ball $\{y : \|y\|_1 \le r\}$.
 
-    .. math:: P(x) = x \text{ if } \|x\|_1 \le r, \text{ else } \operatorname{sign}(x) \odot P_{\Delta_r}(|x|)
+    $$
+    P(x) = x \text{ if } \|x\|_1 \le r, \text{ else } \operatorname{sign}(x) \odot P_{\Delta_r}(|x|)
+    $$
 
     (Duchi, Shalev-Shwartz, Singer and Chandra, "Efficient projections onto the
     l1-ball for learning in high dimensions", ICML 2008), with the sort-based simplex
-    projection of :func:`jaxsolve.projections.simplex` (exact; differentiable through
+    projection of `jaxsolve.projections.simplex` (exact; differentiable through
     its closed-form threshold).
 
     Args:
@@ -37,9 +39,11 @@ def l1_ball(x: Float[Array, " ..."], r: float | jax.Array = 1.0) -> Float[Array,
 
 
 def l2_ball(x: Float[Array, " ..."], r: float | jax.Array = 1.0) -> Float[Array, " ..."]:
-    r"""Euclidean projection onto the :math:`\ell_2` ball :math:`\{y : \|y\|_2 \le r\}`.
+    r"""Euclidean projection onto the $\ell_2$ ball $\{y : \|y\|_2 \le r\}$.
 
-    .. math:: P(x) = x \cdot \min(1,\ r / \|x\|_2).
+    $$
+    P(x) = x \cdot \min(1,\ r / \|x\|_2).
+    $$
 
     The norm is taken on a guarded input, so the gradient at ``x = 0`` is the identity
     (never NaN).

@@ -1,4 +1,4 @@
-r"""Projection onto a box :math:`\{lo \le y \le hi\}`."""
+r"""Projection onto a box $\{lo \le y \le hi\}$."""
 
 from __future__ import annotations
 
@@ -15,9 +15,11 @@ __all__ = ["box"]
 def box(
     x: Float[Array, " ..."], lo: float | jax.Array = -jnp.inf, hi: float | jax.Array = jnp.inf
 ) -> Float[Array, " ..."]:
-    r"""Euclidean projection onto the box :math:`\{y : lo \le y \le hi\}` (coordinatewise).
+    r"""Euclidean projection onto the box $\{y : lo \le y \le hi\}$ (coordinatewise).
 
-    .. math:: P(x)_i = \min(\max(x_i, lo_i), hi_i).
+    $$
+    P(x)_i = \min(\max(x_i, lo_i), hi_i).
+    $$
 
     Written with ``where`` so the derivative is exactly 1 on free coordinates and 0 on
     clipped ones (flowing to ``lo``/``hi`` there), with no half-gradients at ties.

@@ -1,8 +1,8 @@
 r"""Projections onto the knapsack polytope and the partition matroid polytope.
 
 Both are boxes cut by linear inequalities with separable structure, so the projection
-is a clipped shift of :math:`x` whose multipliers solve monotone piecewise-linear
-equations (see :mod:`jaxsolve.projections._threshold`): bisection to machine
+is a clipped shift of $x$ whose multipliers solve monotone piecewise-linear
+equations (see `jaxsolve.projections._threshold`): bisection to machine
 precision, then an exact closed-form step on the identified active set.
 """
 
@@ -25,12 +25,12 @@ def knapsack(
     budget: float | jax.Array,
     upper: float | jax.Array = 1.0,
 ) -> Float[Array, " ..."]:
-    r"""Euclidean projection onto :math:`\{0 \le y \le u,\ w^\top y \le B\}` (``w >= 0``).
+    r"""Euclidean projection onto $\{0 \le y \le u,\ w^\top y \le B\}$ (``w >= 0``).
 
-    KKT: :math:`y_i = \operatorname{clip}(x_i - \tau w_i, 0, u_i)` with :math:`\tau \ge 0`,
-    :math:`\tau (w^\top y - B) = 0`. If :math:`\operatorname{clip}(x, 0, u)` already
-    satisfies the budget, :math:`\tau = 0`; otherwise :math:`\tau > 0` solves
-    :math:`\sum_i w_i \operatorname{clip}(x_i - \tau w_i, 0, u_i) = B` (the continuous
+    KKT: $y_i = \operatorname{clip}(x_i - \tau w_i, 0, u_i)$ with $\tau \ge 0$,
+    $\tau (w^\top y - B) = 0$. If $\operatorname{clip}(x, 0, u)$ already
+    satisfies the budget, $\tau = 0$; otherwise $\tau > 0$ solves
+    $\sum_i w_i \operatorname{clip}(x_i - \tau w_i, 0, u_i) = B$ (the continuous
     quadratic knapsack problem: Helgason, Kennington and Lall, Math. Prog. 1980;
     Kiwiel, JOTA 2008), found by bisection and recomputed in closed form on the
     active set (exact, differentiable in ``x``, ``w``, ``budget`` and ``upper``).
@@ -71,11 +71,13 @@ def partition_matroid(
 ) -> Float[Array, " n"]:
     r"""Euclidean projection onto the partition matroid polytope.
 
-    .. math:: \{y : 0 \le y \le 1,\ \textstyle\sum_{i : g(i) = j} y_i \le c_j \text{ for each group } j\}.
+    $$
+    \{y : 0 \le y \le 1,\ \textstyle\sum_{i : g(i) = j} y_i \le c_j \text{ for each group } j\}.
+    $$
 
-    The groups decouple: in group :math:`j`, :math:`y_i = \operatorname{clip}(x_i - \tau_j, 0, 1)`
-    with :math:`\tau_j = 0` if the clipped group already fits its cap, else the root of
-    :math:`\sum_{g(i)=j} \operatorname{clip}(x_i - \tau_j, 0, 1) = c_j` (a capped-simplex
+    The groups decouple: in group $j$, $y_i = \operatorname{clip}(x_i - \tau_j, 0, 1)$
+    with $\tau_j = 0$ if the clipped group already fits its cap, else the root of
+    $\sum_{g(i)=j} \operatorname{clip}(x_i - \tau_j, 0, 1) = c_j$ (a capped-simplex
     projection per group, as used by the continuous relaxations of submodular
     maximization under matroid constraints, e.g. Calinescu, Chekuri, Pal and Vondrak,
     SIAM J. Comput. 2011). All groups are solved at once with segment sums, by

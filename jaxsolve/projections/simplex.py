@@ -1,9 +1,9 @@
 r"""Projections onto the simplex and the capped simplex.
 
-* :func:`simplex`: :math:`\{x \ge 0,\ \sum_i x_i = s\}`, sort-based (Held, Wolfe and
+* `simplex`: $\{x \ge 0,\ \sum_i x_i = s\}$, sort-based (Held, Wolfe and
   Crowder 1974; Duchi, Shalev-Shwartz, Singer and Chandra, ICML 2008; Condat,
   Math. Prog. 2016).
-* :func:`capped_simplex`: :math:`\{0 \le x \le 1,\ \sum_i x_i = k\}` (Wang and Lu,
+* `capped_simplex`: $\{0 \le x \le 1,\ \sum_i x_i = k\}$ (Wang and Lu,
   "Projection onto the capped simplex", arXiv:1503.01002, 2015), by bisection on the
   multiplier followed by an exact closed-form step on the identified active set.
 """
@@ -53,14 +53,16 @@ def _simplex_finite(v: jax.Array, s: jax.Array) -> jax.Array:
 
 
 def simplex(x: Float[Array, " ..."], s: float | jax.Array = 1.0) -> Float[Array, " ..."]:
-    r"""Euclidean projection onto the simplex :math:`\Delta_s = \{y \ge 0,\ \sum_i y_i = s\}`.
+    r"""Euclidean projection onto the simplex $\Delta_s = \{y \ge 0,\ \sum_i y_i = s\}$.
 
-    .. math:: P(x) = \max(x - \tau, 0), \qquad \tau \text{ such that } \textstyle\sum_i \max(x_i - \tau, 0) = s.
+    $$
+    P(x) = \max(x - \tau, 0), \qquad \tau \text{ such that } \textstyle\sum_i \max(x_i - \tau, 0) = s.
+    $$
 
-    The threshold comes from sorting :math:`x` (Held, Wolfe and Crowder 1974; Duchi et
-    al., ICML 2008); then :math:`\tau = (\sum_{i \in S} x_i - s)/|S|` is recomputed on the
-    support :math:`S = \{x_i > \tau\}`, which is what autodiff differentiates: the
-    Jacobian is :math:`I_S - \mathbf{1}_S\mathbf{1}_S^\top/|S|` (exact at generic points,
+    The threshold comes from sorting $x$ (Held, Wolfe and Crowder 1974; Duchi et
+    al., ICML 2008); then $\tau = (\sum_{i \in S} x_i - s)/|S|$ is recomputed on the
+    support $S = \{x_i > \tau\}$, which is what autodiff differentiates: the
+    Jacobian is $I_S - \mathbf{1}_S\mathbf{1}_S^\top/|S|$ (exact at generic points,
     an element of the generalized Jacobian at ties, never NaN).
 
     Args:
@@ -90,13 +92,15 @@ def _finite_stand_in(v, k):
 
 
 def capped_simplex(x: Float[Array, " ..."], k: float | jax.Array) -> Float[Array, " ..."]:
-    r"""Euclidean projection onto the capped simplex :math:`\{0 \le y \le 1,\ \sum_i y_i = k\}`.
+    r"""Euclidean projection onto the capped simplex $\{0 \le y \le 1,\ \sum_i y_i = k\}$.
 
-    .. math:: P(x)_i = \operatorname{clip}(x_i - \tau, 0, 1), \qquad \textstyle\sum_i \operatorname{clip}(x_i - \tau, 0, 1) = k.
+    $$
+    P(x)_i = \operatorname{clip}(x_i - \tau, 0, 1), \qquad \textstyle\sum_i \operatorname{clip}(x_i - \tau, 0, 1) = k.
+    $$
 
-    (Wang and Lu, arXiv:1503.01002.) :math:`\tau` is bracketed by bisection to machine
+    (Wang and Lu, arXiv:1503.01002.) $\tau$ is bracketed by bisection to machine
     precision, the coordinates are split into those at 0, at 1 and free, and
-    :math:`\tau = (\sum_{\text{free}} x_i + |\{\text{at } 1\}| - k)/|\text{free}|` is computed
+    $\tau = (\sum_{\text{free}} x_i + |\{\text{at } 1\}| - k)/|\text{free}|$ is computed
     in closed form on that split (exact to rounding; differentiable).
 
     Args:
