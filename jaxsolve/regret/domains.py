@@ -5,12 +5,12 @@ simplices under an affine map inherits it (the conic-hull / scaling reduction of
 Grand-Clément & Kroer, "Conic Blackwell algorithm", NeurIPS 2021, for the simplex
 case):
 
-* box :math:`[l, u]^n`: one 2-simplex :math:`(p_i, 1 - p_i)` per coordinate,
-  :math:`x_i = l_i + (u_i - l_i) p_i`;
-* l1 ball :math:`\{\|x\|_1 \le \tau\}`: one :math:`(2n+1)`-simplex :math:`p`,
-  :math:`x = \tau (p_{1:n} - p_{n+1:2n})` (the last coordinate is slack).
+* box $[l, u]^n$: one 2-simplex $(p_i, 1 - p_i)$ per coordinate,
+  $x_i = l_i + (u_i - l_i) p_i$;
+* l1 ball $\{\|x\|_1 \le \tau\}$: one $(2n+1)$-simplex $p$,
+  $x = \tau (p_{1:n} - p_{n+1:2n})$ (the last coordinate is slack).
 
-Each returns a :class:`Domain` with ``decode(p) -> x``, ``encode(x) -> p`` (a point with
+Each returns a `Domain` with ``decode(p) -> x``, ``encode(x) -> p`` (a point with
 ``decode(encode(x)) = x``) and ``wrap(fun)`` giving ``fun(decode(p), args)``. A KKT point in
 ``p`` maps to a KKT point in ``x`` (the map is affine and onto).
 """
@@ -43,7 +43,7 @@ def _wrap(decode):
 
 
 def box(lower, upper) -> Domain:
-    """:math:`[l, u]` (broadcast elementwise) as a product of 2-simplices along a new last axis."""
+    """$[l, u]$ (broadcast elementwise) as a product of 2-simplices along a new last axis."""
     lo, hi = np.asarray(lower, np.float64), np.asarray(upper, np.float64)
     if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))) or np.any(lo >= hi):
         raise ValueError("box: need finite lower < upper")
@@ -60,7 +60,7 @@ def box(lower, upper) -> Domain:
 
 
 def l1_ball(radius: float = 1.0) -> Domain:
-    """:math:`\\{\\|x\\|_1 \\le \\tau\\}` (x a vector of size n) as one (2n+1)-simplex."""
+    """$\\{\\|x\\|_1 \\le \\tau\\}$ (x a vector of size n) as one (2n+1)-simplex."""
     tau = float(radius)
     if not tau > 0 or not np.isfinite(tau):
         raise ValueError(f"l1_ball: radius must be positive and finite, got {radius}")

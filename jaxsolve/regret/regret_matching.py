@@ -3,28 +3,29 @@ r"""Regret matching (RM, RM+, predictive RM+, alternating RM+) as a constrained 
 Minimizes a smooth ``fun(x, args)`` over a product of probability simplices: ``x`` is a
 pytree whose leaves each hold one simplex along the last axis (a leaf of shape
 ``(..., k)`` holds ``prod(...)`` independent simplices of size ``k``). Each simplex runs
-a regret-matching learner on the utilities :math:`u = -\nabla f` of its block
+a regret-matching learner on the utilities $u = -\nabla f$ of its block
 (Hart & Mas-Colell 2000; RM+: Tammelin 2014; predictive RM+: Farina, Kroer &
 Sandholm, AAAI 2021):
 
-.. math::
-    r = u - \langle u, x\rangle \mathbf 1,\qquad
-    R \leftarrow R + r \ (\text{RM}),\quad R \leftarrow [R + r]^+ \ (\text{RM+}),\qquad
-    x \leftarrow q / \textstyle\sum q,
+$$
+r = u - \langle u, x\rangle \mathbf 1,\qquad
+R \leftarrow R + r \ (\text{RM}),\quad R \leftarrow [R + r]^+ \ (\text{RM+}),\qquad
+x \leftarrow q / \textstyle\sum q,
+$$
 
-with :math:`q = [R]^+` (RM, RM+) or :math:`q = [R + r]^+` (predictive RM+, the last
-instantaneous regret as the prediction); if :math:`\sum q = 0` the block keeps its
+with $q = [R]^+$ (RM, RM+) or $q = [R + r]^+$ (predictive RM+, the last
+instantaneous regret as the prediction); if $\sum q = 0$ the block keeps its
 point. ``alternating=True`` updates the leaves one after another, each seeing the
 gradient at the blocks already updated in this sweep (Gauss-Seidel); Anagnostides,
 Tewolde, Zhang, Panageas, Conitzer & Sandholm, "Convergence of Regret Matching in
 Potential Games and Constrained Optimization" (2025), prove that alternating RM+
-reaches an :math:`\epsilon`-KKT point in :math:`O_\epsilon(1/\epsilon^4)` sweeps, while RM
+reaches an $\epsilon$-KKT point in $O_\epsilon(1/\epsilon^4)$ sweeps, while RM
 can need exponentially many. One ``step`` is one sweep over all leaves.
 
-``state.error`` is the blockwise KKT gap :math:`\max_{\text{blocks } b}\ \big(\langle\nabla_b f, x_b\rangle -
-\min_a \partial_{b,a} f\big)` (0 exactly at KKT points of the product of simplices;
+``state.error`` is the blockwise KKT gap $\max_{\text{blocks } b}\ \big(\langle\nabla_b f, x_b\rangle -
+\min_a \partial_{b,a} f\big)$ (0 exactly at KKT points of the product of simplices;
 Tewolde et al.'s stopping rule). The method is parameter-free and its iterates are
-invariant under :math:`f \to c f` for :math:`c > 0`.
+invariant under $f \to c f$ for $c > 0$.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ def _block_gaps(g, x):
 
 def kkt_gap(grad, x) -> jax.Array:
     r"""Blockwise KKT gap of ``x`` on a product of simplices (last axis of each leaf):
-    :math:`\max_b \langle g_b, x_b\rangle - \min_a g_{b,a}` for the minimization of f."""
+    $\max_b \langle g_b, x_b\rangle - \min_a g_{b,a}$ for the minimization of f."""
     gaps = [
         jnp.max(_block_gaps(g, xi))
         for g, xi in zip(jax.tree.leaves(grad), jax.tree.leaves(x), strict=True)
@@ -167,13 +168,13 @@ def regret_matching(
             Anagnostides et al. (2025); ``False`` updates all leaves from one gradient.
 
     The start is *projected* onto the product of simplices (Euclidean projection per
-    block, :func:`jaxsolve.projections.simplex`): a start on it is unchanged, ``x0 = 0``
+    block, `jaxsolve.projections.simplex`): a start on it is unchanged, ``x0 = 0``
     starts from the uniform point (regret matching's ``x / sum`` never leaves a point
     off the simplex, and such a start used to end SUCCESS off it); NaN ends NONFINITE.
 
-    ``state.error`` is the blockwise KKT gap (:func:`kkt_gap`). No step size: the
+    ``state.error`` is the blockwise KKT gap (`kkt_gap`). No step size: the
     iterates do not change when ``fun`` is multiplied by a positive constant. Boxes and
-    l1 balls map onto simplices with :mod:`jaxsolve.regret.domains`.
+    l1 balls map onto simplices with `jaxsolve.regret.domains`.
     """
     if not callable(fun):
         raise TypeError("fun must be callable: fun(x, args) -> scalar")
