@@ -1,18 +1,20 @@
 r"""Gauss-Newton / Levenberg-Marquardt preconditioned gradient descent for least squares.
 
-For :math:`f(x) = \tfrac12\|r(x)\|^2` with Jacobian :math:`J = \partial r/\partial x`,
+For $f(x) = \tfrac12\|r(x)\|^2$ with Jacobian $J = \partial r/\partial x$,
 
-.. math:: x \leftarrow x - \eta\,(J^\top J + \mu I)^{-1} J^\top r
-          \;=\; x - \eta\,J^\top (J J^\top + \mu I)^{-1} r .
+$$
+x \leftarrow x - \eta\,(J^\top J + \mu I)^{-1} J^\top r
+\;=\; x - \eta\,J^\top (J J^\top + \mu I)^{-1} r .
+$$
 
 Jiang, Voronin, Cyr, Southworth, *On the Convergence Behavior of Preconditioned
 Gradient Descent Toward the Rich Learning Regime*, arXiv 2601.03162: under gradient
-descent the error along the NTK eigenvector :math:`i` (:math:`K = JJ^\top`) decays at
-a rate proportional to :math:`\lambda_i`, so high-frequency (small-eigenvalue) modes
-are learned last (spectral bias); the preconditioned step scales mode :math:`i` by
-:math:`\lambda_i/(\lambda_i+\mu)\approx 1`, removing that bias. This module gives the
-method twice: as a protocol solver (:func:`gauss_newton`, adaptive LM damping) and as
-an optax transformation for full-batch training (:func:`scale_by_gauss_newton`).
+descent the error along the NTK eigenvector $i$ ($K = JJ^\top$) decays at
+a rate proportional to $\lambda_i$, so high-frequency (small-eigenvalue) modes
+are learned last (spectral bias); the preconditioned step scales mode $i$ by
+$\lambda_i/(\lambda_i+\mu)\approx 1$, removing that bias. This module gives the
+method twice: as a protocol solver (`gauss_newton`, adaptive LM damping) and as
+an optax transformation for full-batch training (`scale_by_gauss_newton`).
 """
 
 from __future__ import annotations
@@ -46,19 +48,21 @@ def _flat_residual(residual_fn, unravel, args):
 
 
 def gn_precondition(J, u, mu, *, scale=1.0, form="auto"):
-    r"""Return :math:`(c\,J^\top J + \mu I)^{-1} u` for a dense Jacobian ``J`` (m x n).
+    r"""Return $(c\,J^\top J + \mu I)^{-1} u$ for a dense Jacobian ``J`` (m x n).
 
     ``form="primal"`` solves the n x n system; ``"kernel"`` works with the m x m NTK
-    Gram matrix :math:`K = JJ^\top` (cheaper when m < n), using
+    Gram matrix $K = JJ^\top$ (cheaper when m < n), using
 
-    .. math:: (cJ^\top J + \mu I)^{-1} u = J^\top (cK + \mu I)^{-1} K^{-1} J u
-              + \frac{1}{\mu}\big(u - J^\top K^{-1} J u\big),
+    $$
+    (cJ^\top J + \mu I)^{-1} u = J^\top (cK + \mu I)^{-1} K^{-1} J u
+    + \frac{1}{\mu}\big(u - J^\top K^{-1} J u\big),
+    $$
 
     the second term (the part of ``u`` outside the row space of ``J``) only when
-    :math:`\mu > 0`. ``"auto"`` picks the smaller system. With :math:`\mu = 0` the
+    $\mu > 0$. ``"auto"`` picks the smaller system. With $\mu = 0$ the
     minimum-norm Gauss-Newton step, by the pseudo-inverse of the Gram matrix in use
     (eigenvalues below ``max(m, n) eps`` of the largest dropped), also for a
-    rank-deficient ``J``. With :math:`\mu > 0`, LU solves (on CPU much faster than an
+    rank-deficient ``J``. With $\mu > 0$, LU solves (on CPU much faster than an
     eigendecomposition for these sizes).
     """
     m, n = J.shape
@@ -213,9 +217,9 @@ class GaussNewton(AbstractSolver):
         return new, GNInfo(accepted=accepted, gain_ratio=rho, mu=mu)
 
     def optimality(self, x, args):
-        r"""The normal-equation gradient :math:`J^\top r` (structure of ``x``), zero at a
-        stationary point of :math:`\tfrac12\|r\|^2`: what ``adjoint=Implicit()``
-        differentiates (its Jacobian is the Hessian of :math:`\tfrac12\|r\|^2`,
+        r"""The normal-equation gradient $J^\top r$ (structure of ``x``), zero at a
+        stationary point of $\tfrac12\|r\|^2$: what ``adjoint=Implicit()``
+        differentiates (its Jacobian is the Hessian of $\tfrac12\|r\|^2$,
         invertible at a strict local minimizer)."""
         r, vjp = jax.vjp(lambda z: jnp.ravel(self.residual_fn(z, args)), x)
         return vjp(r)[0]
@@ -233,32 +237,32 @@ def gauss_newton(
     cg_tol: float = 1e-10,
     min_damping: float = 1e-12,
 ) -> GaussNewton:
-    r"""Gauss-Newton / Levenberg-Marquardt for :math:`\min_x \tfrac12\|r(x, \text{args})\|^2`.
+    r"""Gauss-Newton / Levenberg-Marquardt for $\min_x \tfrac12\|r(x, \text{args})\|^2$.
 
-    Each step solves :math:`(J^\top J + \mu I)\,d = -J^\top r` and moves
-    :math:`x \leftarrow x + \eta d`. With ``adaptive=True`` (Levenberg-Marquardt,
+    Each step solves $(J^\top J + \mu I)\,d = -J^\top r$ and moves
+    $x \leftarrow x + \eta d$. With ``adaptive=True`` (Levenberg-Marquardt,
     Nielsen's rule) the step is accepted when the gain ratio
-    :math:`\rho = (f(x) - f(x+d)) / (L(0) - L(d)) > 0`, and then
-    :math:`\mu \leftarrow \mu\max(1/3, 1-(2\rho-1)^3)`; otherwise :math:`x` stays and
-    :math:`\mu \leftarrow \mu\nu,\ \nu \leftarrow 2\nu`. With ``adaptive=False`` the
+    $\rho = (f(x) - f(x+d)) / (L(0) - L(d)) > 0$, and then
+    $\mu \leftarrow \mu\max(1/3, 1-(2\rho-1)^3)$; otherwise $x$ stays and
+    $\mu \leftarrow \mu\nu,\ \nu \leftarrow 2\nu$. With ``adaptive=False`` the
     damping stays fixed and every step is taken: the preconditioned gradient descent
     of arXiv 2601.03162 (``damping=0``: plain Gauss-Newton with the minimum-norm step).
-    ``state.error`` is :math:`\|J^\top r\|`.
+    ``state.error`` is $\|J^\top r\|$.
 
     ``x`` may be any pytree (e.g. ``eqx.filter(model, eqx.is_array)``); ``residual_fn(x,
     args)`` returns an array of residuals (any shape; raveled). ``linear_solver="dense"``
-    forms :math:`J` and solves with the smaller of :math:`J^\top J` and :math:`JJ^\top`
+    forms $J$ and solves with the smaller of $J^\top J$ and $JJ^\top$
     (``form="auto"``; the NTK form when there are fewer residuals than parameters);
     ``"cg"`` is matrix-free CG with Jacobian-vector products.
 
     Args:
         residual_fn: ``residual_fn(x, args) -> residuals``.
-        damping: initial :math:`\mu \ge 0` (``adaptive=True`` needs :math:`\mu > 0`).
-        learning_rate: :math:`\eta` (1 for LM/GN proper).
-        min_damping: floor for the adaptive :math:`\mu`.
+        damping: initial $\mu \ge 0$ (``adaptive=True`` needs $\mu > 0$).
+        learning_rate: $\eta$ (1 for LM/GN proper).
+        min_damping: floor for the adaptive $\mu$.
 
     Returns:
-        A `GaussNewton` solver (state `GNState`); run it with :func:`jaxsolve.solve`.
+        A `GaussNewton` solver (state `GNState`); run it with `jaxsolve.solve`.
     """
     if not callable(residual_fn):
         raise TypeError(f"residual_fn must be callable, got {type(residual_fn).__name__}")
@@ -299,7 +303,7 @@ def scale_by_gauss_newton(
     cg_maxiter: int = 100,
     cg_tol: float = 1e-10,
 ) -> optax.GradientTransformationExtraArgs:
-    r"""optax transformation: precondition the incoming updates by :math:`(cJ^\top J + \mu I)^{-1}`.
+    r"""optax transformation: precondition the incoming updates by $(cJ^\top J + \mu I)^{-1}$.
 
     For full-batch least-squares training (arXiv 2601.03162). ``residual_fn(params,
     batch)`` gives the residuals at ``params`` on the batch passed to ``update`` as an
@@ -309,18 +313,18 @@ def scale_by_gauss_newton(
                          optax.scale_by_learning_rate(1.0))
         updates, state = tx.update(grads, state, params, batch=(x, y))
 
-    :math:`c` (``scale``) must make :math:`cJ^\top J` the Gauss-Newton matrix of *your*
-    loss: for :math:`L = \frac{1}{2m}\sum_i r_i^2` (the default, ``scale=None`` gives
-    :math:`c = 1/m`), for ``mean(r**2)`` pass ``scale=2/m``, for :math:`\frac12\sum r_i^2`
-    ``scale=1``. With learning rate 1 and :math:`\mu \to 0` the chain then takes the
-    Gauss-Newton step; with :math:`\mu>0` the Levenberg-Marquardt step with fixed
+    $c$ (``scale``) must make $cJ^\top J$ the Gauss-Newton matrix of *your*
+    loss: for $L = \frac{1}{2m}\sum_i r_i^2$ (the default, ``scale=None`` gives
+    $c = 1/m$), for ``mean(r**2)`` pass ``scale=2/m``, for $\frac12\sum r_i^2$
+    ``scale=1``. With learning rate 1 and $\mu \to 0$ the chain then takes the
+    Gauss-Newton step; with $\mu>0$ the Levenberg-Marquardt step with fixed
     damping. Works on any params pytree (equinox models: pass
     ``eqx.filter(model, eqx.is_array)`` and rebuild the model inside ``residual_fn``).
 
     Args:
         residual_fn: ``residual_fn(params, batch) -> residuals``.
-        damping: :math:`\mu \ge 0` (``optax.inject_hyperparams`` can schedule it).
-        scale: :math:`c` (default ``1/m`` with ``m`` the number of residuals).
+        damping: $\mu \ge 0$ (``optax.inject_hyperparams`` can schedule it).
+        scale: $c$ (default ``1/m`` with ``m`` the number of residuals).
         linear_solver: ``"dense"`` (Jacobian + a solve with the smaller Gram matrix) or ``"cg"`` (matrix-free; needs ``damping > 0`` or a full-rank J).
 
     Returns:

@@ -3,21 +3,23 @@ r"""Gradient-regularized Newton with gradient-normalized smoothness.
 Semenov, Jaggi, Doikov, *Gradient-Normalized Smoothness for Optimization with
 Approximate Hessians*, arXiv 2506.13710 (ICLR 2026), Algorithm 1. Each step solves
 
-.. math::
+$$
+\lambda_k = \frac{\|g_k\|_*}{\gamma_k},\qquad
+\delta = -(H_k + \lambda_k B)^{-1} g_k ,
+$$
 
-    \lambda_k = \frac{\|g_k\|_*}{\gamma_k},\qquad
-    \delta = -(H_k + \lambda_k B)^{-1} g_k ,
+and accepts $x_k + \delta$ when
 
-and accepts :math:`x_k + \delta` when
+$$
+f(x_k) - f(x_k + \delta) \;\ge\; \frac{\|\nabla f(x_k+\delta)\|_*^2}{8 \lambda_k};
+$$
 
-.. math:: f(x_k) - f(x_k + \delta) \;\ge\; \frac{\|\nabla f(x_k+\delta)\|_*^2}{8 \lambda_k};
-
-on acceptance :math:`\gamma \leftarrow \max(2\gamma, \gamma_{\min})`, on rejection
-:math:`\gamma \leftarrow \gamma/2` and :math:`\delta` is recomputed (at most
+on acceptance $\gamma \leftarrow \max(2\gamma, \gamma_{\min})$, on rejection
+$\gamma \leftarrow \gamma/2$ and $\delta$ is recomputed (at most
 ``max_backtracks`` times; then the last trial is taken, as in the authors' code).
-:math:`\gamma` estimates the *gradient-normalized smoothness*: the radius within which
-the Hessian model :math:`H_k` approximates the gradient field well relative to
-:math:`\|g\|`. :math:`H_k` may be the exact Hessian or an approximation (Gauss-Newton,
+$\gamma$ estimates the *gradient-normalized smoothness*: the radius within which
+the Hessian model $H_k$ approximates the gradient field well relative to
+$\|g\|$. $H_k$ may be the exact Hessian or an approximation (Gauss-Newton,
 Fisher, or any PSD operator); the global rates of the paper hold for each.
 """
 
@@ -287,50 +289,51 @@ def gradient_regularized_newton(
 ) -> GradientRegularizedNewton:
     r"""Gradient-regularized Newton method (arXiv 2506.13710, Algorithm 1) as a Solver.
 
-    Minimizes :math:`f(x)` = ``fun(x, args)`` (``x`` any pytree of floating arrays) by
+    Minimizes $f(x)$ = ``fun(x, args)`` (``x`` any pytree of floating arrays) by
 
-    .. math::
-        x_{k+1} = x_k - (H_k + \lambda_k B)^{-1} \nabla f(x_k), \qquad
-        \lambda_k = \|\nabla f(x_k)\|_* / \gamma_k,
+    $$
+    x_{k+1} = x_k - (H_k + \lambda_k B)^{-1} \nabla f(x_k), \qquad
+    \lambda_k = \|\nabla f(x_k)\|_* / \gamma_k,
+    $$
 
-    with the paper's adaptive acceptance test on :math:`\gamma_k` (see the module
-    docstring): :math:`\lambda` is proportional to the gradient norm, so steps become
+    with the paper's adaptive acceptance test on $\gamma_k$ (see the module
+    docstring): $\lambda$ is proportional to the gradient norm, so steps become
     Newton steps near a solution (fast local convergence) while far away the
     regularization keeps them safe, without line search on a step size.
-    ``state.error`` is :math:`\|\nabla f(x)\|_2`.
+    ``state.error`` is $\|\nabla f(x)\|_2$.
 
-    Hessian models :math:`H_k` (``hessian=``):
+    Hessian models $H_k$ (``hessian=``):
 
-    * ``"exact"``: :math:`\nabla^2 f`, by forward-over-reverse Hessian-vector products.
+    * ``"exact"``: $\nabla^2 f$, by forward-over-reverse Hessian-vector products.
     * ``"gauss_newton"``: the generalized Gauss-Newton matrix
-      :math:`J^\top \nabla^2\ell(z)\, J` of ``f(x) = outer_loss(model(x, args), args)``,
-      :math:`J = \partial\,\text{model}/\partial x` (PSD when ``outer_loss`` is convex).
+      $J^\top \nabla^2\ell(z)\, J$ of ``f(x) = outer_loss(model(x, args), args)``,
+      $J = \partial\,\text{model}/\partial x$ (PSD when ``outer_loss`` is convex).
       Put an L2 term into ``outer_loss`` by letting ``model`` return ``(z, x)``.
-    * ``"fisher"``: the empirical Fisher :math:`\frac1N\sum_i \nabla\ell_i\nabla\ell_i^\top`
+    * ``"fisher"``: the empirical Fisher $\frac1N\sum_i \nabla\ell_i\nabla\ell_i^\top$
       of ``per_example_loss(x, args) -> (N,)`` (``fun`` defaults to its mean).
     * a callable ``hessian(x, args, v) -> H v`` (same pytree as ``x``): any symmetric
       operator.
 
-    Linear solves (``linear_solver=``): ``"dense"`` materializes :math:`H_k` once per step with
-    :math:`n` vmapped products, so
+    Linear solves (``linear_solver=``): ``"dense"`` materializes $H_k$ once per step with
+    $n$ vmapped products, so
     each backtracking trial is one LU solve (small and medium problems);
-    ``"cg"`` is matrix-free conjugate gradients on :math:`H_k + \lambda B` with
+    ``"cg"`` is matrix-free conjugate gradients on $H_k + \lambda B$ with
     Hessian-vector products (large problems; ``cg_maxiter`` and ``cg_tol``, the CG
-    residual relative to :math:`\|g\|`: an inexact Newton step; 1e-6 keeps the
+    residual relative to $\|g\|$: an inexact Newton step; 1e-6 keeps the
     iteration count of exact solves on the tests' problems at half the CG work).
 
     Args:
         fun: ``fun(x, args) -> scalar``; may be omitted with ``"gauss_newton"`` or
             ``"fisher"`` (then built from ``model``/``outer_loss`` or ``per_example_loss``).
-        gamma0: initial :math:`\gamma` (paper: 1).
-        gamma_min: floor for :math:`\gamma` after an accepted step (paper: 1e-9).
-        norm_weights: diagonal of :math:`B` as a pytree like ``x`` (default
-            :math:`B = I`); the dual norm is :math:`\|g\|_*^2 = \sum_i g_i^2 / b_i`.
+        gamma0: initial $\gamma$ (paper: 1).
+        gamma_min: floor for $\gamma$ after an accepted step (paper: 1e-9).
+        norm_weights: diagonal of $B$ as a pytree like ``x`` (default
+            $B = I$); the dual norm is $\|g\|_*^2 = \sum_i g_i^2 / b_i$.
         max_backtracks: trials per step (paper: 40).
 
     Returns:
         A `GradientRegularizedNewton` solver (state `GRNState`); run it with
-        :func:`jaxsolve.solve`.
+        `jaxsolve.solve`.
     """
     if hessian not in HESSIANS and not callable(hessian):
         raise ValueError(f"hessian must be one of {HESSIANS} or a callable, got {hessian!r}")

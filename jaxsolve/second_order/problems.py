@@ -1,14 +1,14 @@
 r"""Test problems for the second-order family, shared by its tests, benchmark and demo.
 
-* :func:`logistic_objective`: regularized binary logistic regression,
-  :math:`f(w, b) = \frac1n \sum_i \log(1 + e^{z_i}) - y_i z_i + \frac{\mu}{2}\|w\|^2`,
-  :math:`z = Xw + b`. With :math:`\mu = 1/(C n)` its minimizer is scikit-learn's
+* `logistic_objective`: regularized binary logistic regression,
+  $f(w, b) = \frac1n \sum_i \log(1 + e^{z_i}) - y_i z_i + \frac{\mu}{2}\|w\|^2$,
+  $z = Xw + b$. With $\mu = 1/(C n)$ its minimizer is scikit-learn's
   ``LogisticRegression(C=C)`` (intercept unpenalized).
-* :func:`softmax_objective`: the multinomial version with one-hot labels ``Y``,
-  :math:`\frac1n \sum_i \operatorname{logsumexp}(z_i) - \langle y_i, z_i\rangle +
-  \frac{\mu}{2}\|W\|_F^2`, :math:`Z = XW + b`.
-* :func:`sine_mlp_problem` / :func:`sine_mlp_residual`: fitting
-  :math:`\sin(2\pi f x)` on ``[0, 1]`` with a one-hidden-layer tanh network, the
+* `softmax_objective`: the multinomial version with one-hot labels ``Y``,
+  $\frac1n \sum_i \operatorname{logsumexp}(z_i) - \langle y_i, z_i\rangle +
+  \frac{\mu}{2}\|W\|_F^2$, $Z = XW + b$.
+* `sine_mlp_problem` / `sine_mlp_residual`: fitting
+  $\sin(2\pi f x)$ on ``[0, 1]`` with a one-hidden-layer tanh network, the
   spectral-bias problem of the Gauss-Newton paper (arXiv 2601.03162): first-order
   methods fit the high frequency slowly, Gauss-Newton/LM quickly.
 """
