@@ -3,17 +3,17 @@ r"""Cautious weight decay (CWD) as an optax ``GradientTransformation``.
 Chen, Li, Liang, Su, Xie, Pierse, Liang, Lao, Liu, *Cautious Weight Decay*,
 arXiv 2510.12402 (ICLR 2026), Algorithm 1:
 
-.. math::
+$$
+x_{t+1} = x_t - \eta_t\,\big(u_t + \lambda\,\mathbb 1[u_t \odot x_t \ge 0] \odot x_t\big),
+$$
 
-    x_{t+1} = x_t - \eta_t\,\big(u_t + \lambda\,\mathbb 1[u_t \odot x_t \ge 0] \odot x_t\big),
-
-where :math:`u_t` is the base optimizer's update in the paper's convention (the step
+where $u_t$ is the base optimizer's update in the paper's convention (the step
 is *subtracted*). In optax the stages before ``scale_by_learning_rate`` carry exactly
-that :math:`u_t` (gradient sign; ``scale_by_learning_rate`` multiplies by
-:math:`-\eta_t` afterwards), so the CWD stage sits where ``add_decayed_weights`` sits
+that $u_t$ (gradient sign; ``scale_by_learning_rate`` multiplies by
+$-\eta_t$ afterwards), so the CWD stage sits where ``add_decayed_weights`` sits
 and tests the incoming update against the *pre-step* parameter. The decay's own
-descent direction is :math:`-\lambda x`; the optimizer's is :math:`-u`; they agree
-exactly when :math:`u x \ge 0`, which is when the decay is applied: the decay never
+descent direction is $-\lambda x$; the optimizer's is $-u$; they agree
+exactly when $u x \ge 0$, which is when the decay is applied: the decay never
 pushes a coordinate against the optimizer.
 """
 
@@ -37,7 +37,7 @@ class CautiousWeightDecayState(NamedTuple):
 
 
 def cautious_mask(updates, params):
-    r"""The paper's mask :math:`\mathbb 1[u \odot x \ge 0]` as a pytree of booleans.
+    r"""The paper's mask $\mathbb 1[u \odot x \ge 0]$ as a pytree of booleans.
 
     Computed from signs, ``sign(u) * sign(x) >= 0``, which equals the rule on the real
     numbers exactly: a product ``u * x`` can underflow to 0 (bfloat16/float32) and
@@ -65,29 +65,31 @@ def cautious_weight_decay(
     weight_decay: float | jax.Array | Callable[[jax.Array], jax.Array] = 0.0,
     mask: Any | Callable[[Any], Any] | None = None,
 ) -> optax.GradientTransformation:
-    r"""Add :math:`\lambda\,\mathbb 1[u \odot x \ge 0] \odot x` to the incoming updates.
+    r"""Add $\lambda\,\mathbb 1[u \odot x \ge 0] \odot x$ to the incoming updates.
 
-    A drop-in replacement for :func:`optax.add_decayed_weights` in a chain
+    A drop-in replacement for `optax.add_decayed_weights` in a chain
     (Cautious Weight Decay, arXiv 2510.12402, Algorithm 1): with the incoming update
-    :math:`u` (descent direction with the gradient's sign, i.e. before
-    ``scale_by_learning_rate``) and the parameters :math:`x`,
+    $u$ (descent direction with the gradient's sign, i.e. before
+    ``scale_by_learning_rate``) and the parameters $x$,
 
-    .. math:: u \leftarrow u + \lambda_t\,\mathbb 1[u \odot x \ge 0] \odot x .
+    $$
+    u \leftarrow u + \lambda_t\,\mathbb 1[u \odot x \ge 0] \odot x .
+    $$
 
     So ``optax.chain(optax.scale_by_adam(), cautious_weight_decay(wd),
     optax.scale_by_learning_rate(lr))`` computes the paper's
-    :math:`x - \eta(u + \lambda\,\mathbb 1[u x \ge 0]\,x)` coordinate for coordinate.
+    $x - \eta(u + \lambda\,\mathbb 1[u x \ge 0]\,x)$ coordinate for coordinate.
 
     Tie rule: a coordinate with ``u == 0`` or ``x == 0`` is decayed (the paper's
     ``>= 0``); the test uses signs, not the product, so it is exact in low precision
-    (see :func:`cautious_mask`). Property (the paper's "no implicit regularized
+    (see `cautious_mask`). Property (the paper's "no implicit regularized
     objective"): at a minimizer of the loss with no zero entries the decay switches
     off coordinate by coordinate (sliding mode), so SGD/Adam + CWD converge to a
     minimizer of the *unmodified* loss, while decoupled decay converges to the
     minimizer of a regularized (SGD) or box-constrained (Adam) problem.
 
     Args:
-        weight_decay: :math:`\lambda \ge 0`, a scalar or a schedule ``count -> value``
+        weight_decay: $\lambda \ge 0$, a scalar or a schedule ``count -> value``
             (evaluated at the step count, as in ``add_decayed_weights``). Works with
             ``optax.inject_hyperparams``.
         mask: as in ``optax.add_decayed_weights``: a pytree (or prefix) of booleans,

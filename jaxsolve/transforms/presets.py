@@ -1,9 +1,9 @@
 r"""AdamW, Lion and Muon with cautious weight decay (arXiv 2510.12402).
 
 Each preset is the optax optimizer with its ``add_decayed_weights`` stage replaced by
-:func:`~jaxsolve.transforms.cautious_weight_decay`; with ``weight_decay=0`` each is
+`cautious_weight_decay`; with ``weight_decay=0`` each is
 identical to the optax optimizer it mirrors. The paper's claim is that CWD is a
-drop-in change: "no new hyperparameters", the same :math:`\lambda` as the base.
+drop-in change: "no new hyperparameters", the same $\lambda$ as the base.
 """
 
 from __future__ import annotations
@@ -35,12 +35,13 @@ def cautious_adamw(
 ) -> optax.GradientTransformation:
     r"""AdamW with cautious weight decay (the paper's Adam + CWD).
 
-    .. math::
-        u_t = \hat m_t / (\sqrt{\hat v_t} + \epsilon),\qquad
-        x_{t+1} = x_t - \eta_t\,\big(u_t + \lambda\,\mathbb 1[u_t \odot x_t \ge 0]\odot x_t\big).
+    $$
+    u_t = \hat m_t / (\sqrt{\hat v_t} + \epsilon),\qquad
+    x_{t+1} = x_t - \eta_t\,\big(u_t + \lambda\,\mathbb 1[u_t \odot x_t \ge 0]\odot x_t\big).
+    $$
 
-    Same arguments and defaults as :func:`optax.adamw`. Equals ``optax.adamw`` when
-    every coordinate satisfies :math:`u x \ge 0` (and when ``weight_decay=0``).
+    Same arguments and defaults as `optax.adamw`. Equals ``optax.adamw`` when
+    every coordinate satisfies $u x \ge 0$ (and when ``weight_decay=0``).
     """
     return optax.chain(
         optax.scale_by_adam(
@@ -61,11 +62,12 @@ def cautious_lion(
 ) -> optax.GradientTransformation:
     r"""Lion with cautious weight decay.
 
-    .. math::
-        u_t = \operatorname{sign}(\beta_1 m_{t-1} + (1-\beta_1) g_t),\qquad
-        x_{t+1} = x_t - \eta_t\,\big(u_t + \lambda\,\mathbb 1[u_t \odot x_t \ge 0]\odot x_t\big).
+    $$
+    u_t = \operatorname{sign}(\beta_1 m_{t-1} + (1-\beta_1) g_t),\qquad
+    x_{t+1} = x_t - \eta_t\,\big(u_t + \lambda\,\mathbb 1[u_t \odot x_t \ge 0]\odot x_t\big).
+    $$
 
-    Same arguments and defaults as :func:`optax.lion`.
+    Same arguments and defaults as `optax.lion`.
     """
     return optax.chain(
         optax.scale_by_lion(b1=b1, b2=b2, mu_dtype=mu_dtype),
@@ -95,13 +97,15 @@ def cautious_muon(
     r"""Muon (``optax.contrib.muon``, 2-D parameters) with cautious weight decay.
 
     The 2-D leaves get ``scale_by_muon`` (momentum + Newton-Schulz orthogonalization
-    :math:`O_t`), ``scale_by_shape`` and then CWD, so the mask is computed on the
+    $O_t$), ``scale_by_shape`` and then CWD, so the mask is computed on the
     *orthogonalized, shape-scaled* update, as the paper's Muon variant and the public
     implementations (modded-nanogpt, nanochat, microsoft/dion) do:
 
-    .. math:: X_{t+1} = X_t - \eta_t\,\big(O_t + \lambda\,\mathbb 1[O_t \odot X_t \ge 0]\odot X_t\big).
+    $$
+    X_{t+1} = X_t - \eta_t\,\big(O_t + \lambda\,\mathbb 1[O_t \odot X_t \ge 0]\odot X_t\big).
+    $$
 
-    Every other leaf goes to :func:`cautious_adamw` with ``adam_weight_decay``.
+    Every other leaf goes to `cautious_adamw` with ``adam_weight_decay``.
     Arguments mirror ``optax.contrib.muon`` (default 2-D partition rule). With both
     decays at 0 the result equals ``optax.contrib.muon`` exactly.
     """
