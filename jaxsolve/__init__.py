@@ -1,8 +1,8 @@
 """jaxsolve: JAX-native optimization solvers that jit, vmap, shard and differentiate.
 
-Every algorithm is a pure ``init``/``step`` pair (:class:`Solver`) run by one driver,
-:func:`solve`. Families live in subpackages (``jaxsolve.qp``, ``jaxsolve.projections``,
-``jaxsolve.first_order``, ...), imported on first use.
+Every algorithm is an `AbstractSolver` (an equinox Module with pure ``init``/``step``
+methods) run by one driver, `solve`. Families live in subpackages (``jaxsolve.qp``,
+``jaxsolve.projections``, ``jaxsolve.first_order``, ...), imported on first use.
 """
 
 import importlib

@@ -54,7 +54,7 @@ def timed(fn, *args, repeat: int = 1, **kwargs):
 
 
 def row_from_solution(problem, size, solver, sol, seconds, reference="") -> dict:
-    """A demo row from a :class:`jaxsolve.Solution` (single, not batched)."""
+    """A demo row from a `jaxsolve.Solution` (single, not batched)."""
     from jaxsolve.core import Status
 
     hist = None if sol.history is None else np.asarray(sol.history)

@@ -246,7 +246,7 @@ def lockstep_rounds(
 
     Rounds, while more than ``tail`` lanes are ``active(pool)``: first the optional
     ``between = (want, fn)`` runs ``fn`` on the lanes ``want(pool)`` gathered
-    (:func:`apply_gathered`: a solver's work between rounds, e.g. a QP's polish); then
+    (`apply_gathered`: a solver's work between rounds, e.g. a QP's polish); then
     the lanes ``running(pool)`` are gathered into chunks of ``g`` lanes, and each chunk
     steps in lockstep, ``pool_chunk = advance(pool_chunk, const_chunk, run)`` (which
     must leave the lanes not in ``run`` unchanged: frozen lanes), until at most
@@ -254,7 +254,7 @@ def lockstep_rounds(
     a slow lane does not keep a chunk of finished ones busy. ``pool`` (per-lane state,
     step counts, a solver's per-lane bookkeeping) is written back, ``const`` (per-lane
     problem data) only read; both have the lane axis first, a multiple of ``g``
-    lanes. The last ``tail`` lanes are left for :func:`run_tail`. Returns ``pool``.
+    lanes. The last ``tail`` lanes are left for `run_tail`. Returns ``pool``.
     """
     n_chunks = jax.tree.leaves(pool)[0].shape[0] // g
 
@@ -284,7 +284,7 @@ def lockstep_rounds(
 
 
 def compact_widths(width: int, shrink: int = _SHRINK, smallest: int = 64) -> list[int]:
-    """The batch widths of :func:`run_compacted`: ``width``, then ``1/shrink`` of the
+    """The batch widths of `run_compacted`: ``width``, then ``1/shrink`` of the
     previous one (rounded up) while the previous one is at least ``smallest``."""
     sizes = [int(width)]
     while sizes[-1] >= smallest:
@@ -302,7 +302,7 @@ def run_compacted(phase, lanes, carry, shared, done, *, shrink: int = _SHRINK, s
     most ``max_live`` lanes still run, and must leave finished lanes unchanged (frozen
     lanes). ``done(carry) -> bool[width]`` says which lanes have finished. After a
     phase the running lanes (and as many finished ones as fill the width) are gathered
-    into a batch of ``1/shrink`` the width (:func:`compact_widths`), so a few
+    into a batch of ``1/shrink`` the width (`compact_widths`), so a few
     stragglers cost a few lanes' work; the last width runs until every lane is done
     (``max_live = 0``) and the results are scattered back. Each lane computes as it
     would in the full batch, so the answer does not depend on the compaction.
