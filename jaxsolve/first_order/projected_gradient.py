@@ -14,7 +14,7 @@ $$
 
 (``accelerated=False``: $y_k = x_k$, plain projected gradient).
 
-* Step size: fixed $1/L = $ ``stepsize``, or backtracking when ``stepsize=None``:
+* Step size: fixed $1/L$ = ``stepsize``, or backtracking when ``stepsize=None``:
   each step first tries $L \cdot$ ``shrink`` (so the estimate can decrease) and
   accepts when the local curvature $\hat L \le L$, with
   $\hat L = 2\,(f(x_+) - f(y) - \langle \nabla f(y), d\rangle)/\|d\|^2$,
