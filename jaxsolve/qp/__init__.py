@@ -1,6 +1,11 @@
-"""Quadratic programming: the QP problem type, FlexQP, problem generators."""
+"""Quadratic programming: the QP problem type, FlexQP, Deep FlexQP, problem generators.
+
+``jaxsolve.qp.deep`` (learned per-row parameter policies) and ``jaxsolve.qp.train``
+(deep-unfolding training) load on first use.
+"""
 
 from jaxsolve.qp import problems
+from jaxsolve.qp.deep import DeepFlexQP, Policies, deep_flexqp
 from jaxsolve.qp.flexqp import FlexQPInfo, FlexQPState, WarmStart, flexqp
 from jaxsolve.qp.problem import QP, validate_qp
 from jaxsolve.qp.problems import load_maros_meszaros
@@ -8,6 +13,9 @@ from jaxsolve.qp.solve import kkt_residual, solve_qp, warm_start_from
 
 __all__ = [
     "QP",
+    "DeepFlexQP",
+    "Policies",
+    "deep_flexqp",
     "FlexQPInfo",
     "FlexQPState",
     "WarmStart",

@@ -1,0 +1,171 @@
+r"""Training Deep FlexQP's policies by deep unfolding, and the problem classes to train on.
+
+`train_policy` unrolls ``K`` iterations of `jaxsolve.qp.deep.DeepFlexQP`
+(``jaxsolve.solve(..., loop="fixed")``, reverse mode through the scan) on minibatches
+of training QPs and minimizes, with an ``optax`` optimizer,
+
+$$
+\mathcal L(\theta) = \frac1K \sum_{k=1}^K \frac{\|\xi_k(\theta) - \xi^\star\|_2}{\|\xi^\star\|_2},
+\qquad \xi = (x, y),
+$$
+
+the paper's loss (supervising the multipliers keeps $\mu \ge |y^\star|$, the exact
+regime of the relaxation), or with ``loss="log"`` the log-scaled variant
+$\frac1K \sum_k \log_{10}(\epsilon + \|\xi_k - \xi^\star\| / \|\xi^\star\|)$, which
+keeps pulling once the residual is small (a guess at the paper's Eq. 14, whose exact
+form was not read; it is what makes small-residual certificates informative).
+
+`problem_set` draws a class of `jaxsolve.qp.problems` (random, equality, portfolio,
+lasso, huber, svm, control) with its own seed, and `reference_solutions` solves them
+to 1e-10 with polished FlexQP (the targets $\xi^\star$).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from jaxsolve.core import solve
+from jaxsolve.qp import problems as gen
+from jaxsolve.qp.deep import DeepFlexQP, Policies
+from jaxsolve.qp.problem import QP
+from jaxsolve.qp.solve import solve_qp
+
+__all__ = [
+    "CLASSES",
+    "problem_set",
+    "reference_solutions",
+    "unrolled_loss",
+    "train_policy",
+    "TrainResult",
+]
+
+CLASSES = ("random", "equality", "portfolio", "lasso", "huber", "svm", "control")
+
+
+def _one(cls: str, key, n: int, dtype):
+    if cls == "random":
+        return gen.random_qp(key, n, dtype=dtype)
+    if cls == "equality":
+        return gen.eq_qp(key, n, dtype=dtype)
+    if cls == "portfolio":
+        return gen.portfolio(key, n, dtype=dtype)
+    if cls == "lasso":
+        return gen.lasso(key, n, dtype=dtype)
+    if cls == "huber":
+        return gen.huber(key, n, dtype=dtype)
+    if cls == "svm":
+        return gen.svm(key, n, dtype=dtype)
+    if cls == "control":
+        return gen.mpc(key, max(2, n // 10), dtype=dtype)
+    raise ValueError(f"problem class must be one of {CLASSES}, got {cls!r}")
+
+
+def problem_set(cls: str, count: int, n: int, *, seed: int, dtype=jnp.float64) -> QP:
+    """``count`` QPs of class ``cls`` (about ``n`` variables) as one batched `QP`.
+
+    Train and test sets use different ``seed``s; the problems of one class share a
+    shape, so they stack.
+    """
+    keys = jax.random.split(jax.random.key(seed), count)
+    qps = [_one(cls, k, n, dtype) for k in keys]
+    return jax.tree.map(lambda *v: jnp.stack(v), *qps)
+
+
+def reference_solutions(qps: QP, tol: float = 1e-10):
+    """``(x*, y*)`` of a batch by polished FlexQP at ``tol`` (float64 recommended)."""
+    sol = solve_qp(qps, tol=tol, max_steps=4000)
+    return sol.x, sol.state.y, sol.status
+
+
+def unrolled_loss(policies: Policies, qps: QP, x_star, y_star, K: int, kind: str = "plain"):
+    """Mean over the batch of the unrolled loss (module docstring)."""
+    solver = DeepFlexQP(policies=policies)
+
+    def one(qp, xs, ys):
+        sol = solve(solver, jnp.zeros_like(qp.q), qp, loop="fixed", max_steps=K, tol=0.0)
+        ref = jnp.concatenate([xs, ys])
+        xi = jnp.concatenate([sol.info.x, sol.info.y], axis=1)
+        rel = jnp.linalg.norm(xi - ref, axis=1) / jnp.maximum(jnp.linalg.norm(ref), 1e-12)
+        if kind == "log":
+            return jnp.mean(jnp.log10(1e-12 + rel))
+        return jnp.mean(rel)
+
+    return jnp.mean(jax.vmap(one)(qps, x_star, y_star))
+
+
+class TrainResult(NamedTuple):
+    """The trained policies, the loss per training step, and the wall time (s)."""
+
+    policies: Policies
+    losses: np.ndarray
+    seconds: float
+
+
+def train_policy(
+    policies: Policies,
+    qps: QP,
+    x_star,
+    y_star,
+    *,
+    K: int = 50,
+    steps: int = 200,
+    batch_size: int = 32,
+    optimizer: optax.GradientTransformation | None = None,
+    loss: str = "plain",
+    key=None,
+    progress: bool = False,
+) -> TrainResult:
+    """Train ``policies`` on the batch ``qps`` with targets ``(x_star, y_star)``.
+
+    Minibatches of ``batch_size`` problems are drawn with ``key``; ``optimizer``
+    defaults to Adam (1e-3) with gradient clipping at norm 1. Checkpoint by saving
+    ``result.policies`` with ``equinox.tree_serialise_leaves``.
+    """
+    if loss not in ("plain", "log"):
+        raise ValueError(f"loss must be 'plain' or 'log', got {loss!r}")
+    count = qps.q.shape[0]
+    key = jax.random.key(0) if key is None else key
+    opt = optimizer or optax.chain(optax.clip_by_global_norm(1.0), optax.adam(1e-3))
+    params, static = eqx.partition(policies, eqx.is_inexact_array)
+    state = opt.init(params)
+
+    @jax.jit
+    def update(params, state, idx):
+        batch = jax.tree.map(lambda v: v[idx], (qps, x_star, y_star))
+
+        def f(p):
+            return unrolled_loss(eqx.combine(p, static), *batch, K, loss)
+
+        value, grads = jax.value_and_grad(f)(params)
+        upd, state = opt.update(grads, state, params)
+        return optax.apply_updates(params, upd), state, value
+
+    bar = None
+    if progress:
+        try:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=steps, desc="train_policy")
+        except ImportError:
+            bar = None
+    losses = []
+    t0 = time.perf_counter()
+    for i in range(steps):
+        idx = jax.random.choice(
+            jax.random.fold_in(key, i), count, (min(batch_size, count),), replace=False
+        )
+        params, state, value = update(params, state, idx)
+        losses.append(float(value))
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix(loss=f"{losses[-1]:.3g}")
+    if bar is not None:
+        bar.close()
+    return TrainResult(eqx.combine(params, static), np.asarray(losses), time.perf_counter() - t0)

@@ -1,0 +1,52 @@
+"""Deep FlexQP: a constant policy is hand-tuned FlexQP, and unrolled training learns."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxsolve
+from jaxsolve.qp import flexqp, problems
+from jaxsolve.qp.deep import DeepFlexQP, Policies, deep_flexqp
+from jaxsolve.qp.train import reference_solutions, train_policy, unrolled_loss
+
+
+def test_constant_policy_is_flexqp_iterate_for_iterate():
+    with jax.enable_x64(True):
+        qp = problems.random_qp(jax.random.key(0), 12, 18)
+        hand = flexqp(
+            scaling_iters=0, adaptive_rho=False, mu=1e6, mu_max=1e6, polish=False, check_every=5
+        )
+        deep = deep_flexqp(Policies.fixed(rho=0.1, mu=1e6, alpha=1.6))
+        x0 = jnp.zeros(12)
+        for k in (1, 4):
+            a = jaxsolve.solve(hand, x0, qp, max_steps=k, tol=0.0)
+            b = jaxsolve.solve(deep, x0, qp, max_steps=5 * k, tol=0.0)
+            np.testing.assert_allclose(np.asarray(b.x), np.asarray(a.x), rtol=0, atol=1e-13)
+            np.testing.assert_allclose(np.asarray(b.state.y), np.asarray(a.state.y), atol=1e-13)
+            np.testing.assert_allclose(float(b.error), float(a.error), rtol=1e-12)
+
+
+@pytest.mark.slow  # reference solves plus the unrolled training compile: ~60 s on a loaded 2-core machine
+def test_unrolled_training_lowers_the_loss_and_gradients_are_finite():
+    with jax.enable_x64(True):
+        keys = jax.random.split(jax.random.key(3), 12)
+        qps = jax.tree.map(lambda *v: jnp.stack(v), *[problems.random_qp(k, 6, 9) for k in keys])
+        xs, ys, status = reference_solutions(qps)
+        assert np.all(np.asarray(status) == 0)
+        pol = Policies.learned(jax.random.key(0))
+        before = float(unrolled_loss(pol, qps, xs, ys, 10))
+        res = train_policy(pol, qps, xs, ys, K=10, steps=12, batch_size=12, key=jax.random.key(1))
+        assert np.all(np.isfinite(res.losses))
+        after = float(unrolled_loss(res.policies, qps, xs, ys, 10))
+        assert after < 0.97 * before, (before, after)
+        # the trained solver is a protocol solver like any other
+        sol = jaxsolve.solve(
+            DeepFlexQP(res.policies), jnp.zeros(6), jax.tree.map(lambda v: v[0], qps)
+        )
+        assert np.isfinite(float(sol.error))
+
+
+def test_bad_policies_are_named():
+    with pytest.raises(TypeError, match="policies"):
+        deep_flexqp(policies="lstm")
