@@ -2,7 +2,8 @@
 
 ``:math:`x``` -> ``$x$``; ``:func:`~a.b``` (and ``:class:``, ``:meth:``, ``:mod:``,
 ``:attr:``, ``:data:``, ``:exc:``) -> a code span of the name (the last part after
-``~``); a ``.. math::`` block -> a ``$$ ... $$`` block at the same indentation.
+``~``); a ``.. math::`` block -> a ``$$ ... $$`` block at the same indentation (in an
+``aligned`` environment when it has ``&`` or ``\\\\`` rows, as Sphinx's implicit split).
 
     python tools/sphinx_to_md.py FILE_OR_DIR ...   # rewrites in place, prints counts
 """
@@ -41,11 +42,18 @@ def _blocks(text: str) -> str:
         while i < len(lines) and (not lines[i].strip() or lines[i].startswith(indent + " ")):
             body.append(lines[i].strip())
             i += 1
+        blank_after = bool(body) and not body[-1]
         while body and not body[-1]:
             body.pop()
         while body and not body[0]:
             body.pop(0)
-        trailing_blank = i < len(lines) and out and True
+        # Sphinx wraps a multi-line block in an implicit split; MathJax needs it spelt out.
+        if any("&" in b or b.rstrip().endswith("\\\\") for b in body) and not any(
+            "\\begin{" in b for b in body
+        ):
+            body = ["\\begin{aligned}", *body, "\\end{aligned}"]
+        # a blank line after the block only where one was (none before a closing quote)
+        trailing_blank = blank_after and i < len(lines)
         out.append(f"{indent}$$")
         out.extend(f"{indent}{b}" if b else "" for b in body)
         out.append(f"{indent}$$")
@@ -57,7 +65,8 @@ def _blocks(text: str) -> str:
 def convert(text: str) -> tuple[str, int]:
     n = len(_ROLE.findall(text)) + len(_MATH.findall(text)) + text.count(".. math::")
     text = _blocks(text)
-    text = _MATH.sub(lambda m: f"${m.group(1)}$", text)
+    # arithmatex takes a `$` next to a space as text: no space inside the delimiters
+    text = _MATH.sub(lambda m: f"${m.group(1).strip()}$", text)
     text = _ROLE.sub(_name, text)
     return text, n
 
