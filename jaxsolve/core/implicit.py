@@ -87,6 +87,19 @@ def _zero_tangent(x):
     return jnp.zeros(jnp.shape(x), dtype=jax.dtypes.float0)
 
 
+def _on_pytrees(method, unravel):
+    """``method``, or a callable solve run on the iterate's pytrees (as a user's
+    ``solve(matvec, b)`` expects them) from flat vectors."""
+    if not callable(method):
+        return method
+
+    def solve(mv, b):
+        tree_mv = lambda v: unravel(mv(ravel_pytree(v)[0]))
+        return ravel_pytree(method(tree_mv, unravel(b)))[0]
+
+    return solve
+
+
 def custom_root(
     optimality_fn: Callable,
     *,
@@ -123,9 +136,21 @@ def custom_root(
             x = jax.lax.stop_gradient(x)
             # right-hand side: -dF/dtheta . dtheta
             _, rhs = jax.jvp(lambda *p: optimality_fn(x, *p), tuple(params), tuple(dparams))
-            rhs = jax.tree.map(jnp.negative, rhs)
-            matvec = lambda v: jax.jvp(lambda z: optimality_fn(z, *params), (x,), (v,))[1]
-            dx = linear_solve(matvec, rhs, method=solve, symmetric=symmetric, tol=tol)
+            # Solve on flat vectors: a leaf of ``rhs`` that does not depend on the
+            # tangents (dF/dtheta identically zero there) is a constant, and
+            # ``custom_linear_solve`` cannot transpose a right-hand side whose leaves are
+            # not all linear. Raveled, the whole right-hand side is one linear array.
+            flat_rhs, _ = ravel_pytree(rhs)
+            _, unravel = ravel_pytree(x)
+
+            def matvec(v):
+                jv = jax.jvp(lambda z: optimality_fn(z, *params), (x,), (unravel(v),))[1]
+                return ravel_pytree(jv)[0]
+
+            flat_dx = linear_solve(
+                matvec, -flat_rhs, method=_on_pytrees(solve, unravel), symmetric=symmetric, tol=tol
+            )
+            dx = unravel(flat_dx)
             if has_aux:
                 return out, (dx, jax.tree.map(_zero_tangent, out[1]))
             return out, dx
