@@ -467,10 +467,10 @@ def sqp(
     eq: Callable | None = None,
     ineq: Callable | None = None,
     *,
-    lb=None,
-    ub=None,
+    lb: Any = None,
+    ub: Any = None,
     hessian: str | Callable = "bfgs",
-    qp_solver=None,
+    qp_solver: Any = None,
     qp_tol: float | None = None,
     qp_max_steps: int = 200,
     armijo: float = 1e-4,
@@ -485,17 +485,19 @@ def sqp(
         eq: ``eq(x, args) -> (m_E,)``, the equality constraints ``eq(x) = 0``.
         ineq: ``ineq(x, args) -> (m_I,)``, the inequalities ``ineq(x) <= 0`` (note the
             sign: SciPy's ``"ineq"`` constraints are ``>= 0``).
-        lb, ub: bounds on ``x`` (scalars or ``(n,)``; ``-inf``/``inf`` where absent),
-            kept exactly at every iterate (``x0`` is clipped into them).
+        lb: lower bounds on ``x`` (a scalar or ``(n,)``; ``-inf`` where absent), kept
+            exactly at every iterate (``x0`` is clipped into them).
+        ub: upper bounds on ``x``, likewise (``inf`` where absent).
         hessian: ``"bfgs"`` (damped BFGS), ``"exact"`` (the Lagrangian's Hessian made
             positive definite) or ``hessian(x, y, args) -> B`` (positive definite).
         qp_solver: the subproblem solver (default `jaxsolve.qp.flexqp` set up as
             `jaxsolve.qp.solve_qp` sets it up for one QP: in-loop polish every 5th
             step, a polished point meeting ``qp_tol`` accepted); any FlexQP-state
             solver fits (a Deep FlexQP solver too).
-        qp_tol, qp_max_steps: the subproblems' tolerance (default by dtype) and budget.
-        armijo, backtrack: the sufficient-decrease constant $\eta$ and the
-            backtracking factor.
+        qp_tol: the subproblems' tolerance (default by dtype).
+        qp_max_steps: the subproblems' step budget.
+        armijo: the sufficient-decrease constant $\eta$.
+        backtrack: the backtracking factor.
         penalty: the initial merit penalty $\nu$ (raised to $1.1 \|y\|_\infty$).
         max_linesearch: backtracking trials before ``BREAKDOWN``.
 
@@ -536,13 +538,13 @@ def sqp(
 
 def minimize_sqp(
     fun: Callable,
-    x0,
-    args=None,
+    x0: Any,
+    args: Any = None,
     *,
     eq: Callable | None = None,
     ineq: Callable | None = None,
-    lb=None,
-    ub=None,
+    lb: Any = None,
+    ub: Any = None,
     tol: float | None = None,
     max_steps: int = 200,
     throw: bool = False,
