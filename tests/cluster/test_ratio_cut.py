@@ -164,3 +164,49 @@ def test_sparse_graph_products_match_dense():
     v2, g2 = jax.value_and_grad(ratio_cut_cost)(f, g)
     np.testing.assert_allclose(float(v2), float(v1), rtol=1e-13)
     np.testing.assert_allclose(np.asarray(g2), np.asarray(g1), atol=1e-13)
+
+
+def _demo_graph():
+    # the demo's 8-NN graph of its 150-point mixture (jaxsolve.cluster.demo)
+    from jaxsolve.cluster.demo import _mixture
+
+    x, y = _mixture()
+    d = ((x[:, None] - x[None]) ** 2).sum(-1)
+    a = np.zeros_like(d)
+    a[np.repeat(np.arange(len(x)), 8), np.argsort(d, axis=1)[:, 1:9].ravel()] = 1.0
+    return 0.5 * (a + a.T), y
+
+
+def test_spectral_start_is_on_the_manifold_when_sinkhorn_stalls():
+    """The demo's ratio_cut ended BREAKDOWN after 0 steps: on its graph (well separated
+    clusters, a nearly hard soft assignment) the spectral start's 10,000 Sinkhorn sweeps
+    left column sums 5.6e-6 off, and the Riemannian solvers reject a start off the
+    manifold (``start_status``: residual > 10 sqrt(eps)). The start is now finished by a
+    projection. (The solve itself is not run here: its compilation would triple the time.)"""
+    from jaxsolve.cluster.ratio_cut import spectral_start
+    from jaxsolve.manifolds import RIM
+    from jaxsolve.riemannian._common import start_status
+
+    w, y = _demo_graph()
+    wn = jnp.asarray(w / w.sum(1).max())  # as ratio_cut normalizes it
+    m = RIM(150, 3, 50.0, 50.0)  # ratio_cut's default bounds n / c
+    f = spectral_start(wn, 3, m, key=jax.random.key(0))
+    assert int(start_status(m, f)) == Status.SUCCESS
+    assert float(m.residual(f)) < 1e-9 and float(jnp.min(f)) > 0
+    assert adjusted_rand_score(y, np.asarray(jnp.argmax(f, axis=1))) > 0.9
+
+
+def test_init_off_the_manifold_raises_naming_init():
+    """A start off the RIM manifold used to end BREAKDOWN at step 0: it is an input error."""
+    w, _ = _graph()
+    with pytest.raises(ValueError, match="init is not a point of the RIM manifold"):
+        ratio_cut(w, 3, init=np.full((60, 3), 0.5))  # rows sum to 1.5
+    with pytest.raises(ValueError, match=r"column sums in \[lower, upper\] = \[20, 20\]"):
+        ratio_cut(w, 3, init=np.full((60, 3), 1 / 3) + 0.01 * np.eye(3)[np.arange(60) % 3])
+    # a valid start passes the check (rows sum to 1, columns to n / c = 20)
+    from jaxsolve.cluster.ratio_cut import _check_start
+    from jaxsolve.manifolds import RIM
+
+    _check_start(
+        RIM(60, 3, 20.0, 20.0), jnp.asarray(0.1 + 0.7 * np.eye(3)[np.arange(60) % 3]), "init"
+    )
