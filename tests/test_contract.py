@@ -4,9 +4,9 @@ Adding a solver is one step: describe it as ``SolverCase``s in
 ``tests/<family>/contract_cases.py`` (a list ``CASES``), add the family to ``FAMILIES``
 and its solver modules to the list below.
 
-Solver modules covered (the legacy ``core.protocol.make_solver`` ones and the
-protocol-v2 ``AbstractSolver`` Modules alike; user-written solvers of both shapes run
-through the same checks in ``tests/core/test_protocol.py``):
+Solver modules covered (every family's solver is a protocol-v2 ``AbstractSolver``
+Module; user-written solvers of both shapes, Modules and ``Solver(init, step)`` of
+functions, run through the same checks in ``tests/core/test_protocol.py``):
 
 * first_order.projected_gradient (AbstractSolver)
 * qp.flexqp

@@ -6,12 +6,10 @@ from jaxsolve.core.driver import Solution, SolverError, default_tol, run_steps, 
 from jaxsolve.core.implicit import custom_fixed_point, custom_root, linear_solve
 from jaxsolve.core.protocol import (
     AbstractSolver,
-    BoundFn,
     Packed,
     Solver,
     State,
     hyper,
-    make_solver,
     pack,
 )
 from jaxsolve.core.status import Status, as_status_array, status_counts, status_message
@@ -22,7 +20,6 @@ __all__ = [
     "Unrolled",
     "batch_mesh",
     "solve_batch",
-    "BoundFn",
     "Packed",
     "Solution",
     "Solver",
@@ -35,7 +32,6 @@ __all__ = [
     "default_tol",
     "hyper",
     "linear_solve",
-    "make_solver",
     "pack",
     "run_steps",
     "solve",
