@@ -8,15 +8,15 @@ Ratio Cut of a graph with affinity ``W`` (symmetric, nonnegative) and Laplacian
 whose Euclidean gradient is ``2 [L F (F^T F)^{-1} - F (F^T F)^{-1} (F^T L F) (F^T F)^{-1}]``
 (paper 14, section 5; only ``c x c`` inverses). ``F`` lives on
 
-* ``manifold="rim"``: :class:`jaxsolve.manifolds.RIM` ``(n, c, lower, upper)``, rows summing
+* ``manifold="rim"``: `jaxsolve.manifolds.RIM` ``(n, c, lower, upper)``, rows summing
   to one, column sums in ``[lower, upper]``; every manifold operation is ``O(nc)``;
 * ``manifold="doubly_stochastic"``: the baseline of the paper, ``F = Z B`` with ``Z`` on
-  :class:`jaxsolve.manifolds.DoublyStochastic` ``(n)`` (Fisher metric, ``O(n^3)``
+  `jaxsolve.manifolds.DoublyStochastic` ``(n)`` (Fisher metric, ``O(n^3)``
   operations) and ``B`` a fixed 0/1 matrix assigning the ``n`` columns of ``Z`` to ``c``
   groups of sizes as equal as possible, so that ``F 1 = 1`` and ``F^T 1`` = the group
   sizes (the transportation polytope that ``RIM(n, c, n/c, n/c)`` also describes).
 
-Any Riemannian solver of :mod:`jaxsolve.riemannian` runs on either (autodiff gradients).
+Any Riemannian solver of `jaxsolve.riemannian` runs on either (autodiff gradients).
 Labels are ``argmax`` of the rows of ``F``.
 """
 
@@ -110,7 +110,7 @@ def _check_affinity(w, name="W"):
 
 
 def spectral_start(w, n_clusters: int, manifold, *, key, iters: int = 50, temperature=0.2):
-    r"""A point of ``manifold`` (:class:`jaxsolve.manifolds.RIM`) from the spectral embedding.
+    r"""A point of ``manifold`` (`jaxsolve.manifolds.RIM`) from the spectral embedding.
 
     The Ratio Cut relaxation over the Stiefel manifold is solved by the ``c`` eigenvectors
     ``E`` of the smallest eigenvalues of ``L = diag(W 1) - W`` (von Luxburg 2007); we get
@@ -238,17 +238,17 @@ def ratio_cut(
             of the paper's Table 4).
         upper: RIM upper column-sum bound (default ``n`` when only ``lower`` is given).
         retraction: RIM retraction (``"dykstra"``, ``"dual"``, ``"sinkhorn"``).
-        max_steps: step budget of :func:`jaxsolve.solve`.
+        max_steps: step budget of `jaxsolve.solve`.
         tol: tolerance on the Riemannian gradient norm (default ``1e-6`` in float64,
             ``1e-4`` in float32). When the relaxed optimum has entries at 0 (the closed
             set's boundary, common for Ratio Cut) that norm does not vanish and the solve
             ends at ``max_steps`` (the cost then changes little between steps).
-        init: RIM start: ``"spectral"`` (default, :func:`spectral_start`), ``"random"``
+        init: RIM start: ``"spectral"`` (default, `spectral_start`), ``"random"``
             (the paper's: a random point of the manifold) or an ``(n, c)`` point of it.
             The doubly stochastic baseline always starts at random.
 
     Returns:
-        A :class:`jaxsolve.Solution` whose ``x`` is the soft indicator ``F`` ``(n, c)``
+        A `jaxsolve.Solution` whose ``x`` is the soft indicator ``F`` ``(n, c)``
         and whose ``state`` is a `RatioCutState`: ``sol.state.labels`` (``argmax`` of
         each row of ``F``) and ``sol.state.relaxation`` (the Solution of the manifold
         solve, None for ``n_clusters = 1``); ``status``, ``num_steps`` and ``error`` are

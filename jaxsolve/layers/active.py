@@ -1,49 +1,53 @@
 r"""Active-set (KKT) solves of the projection: polishing the forward, the exact backward.
 
-At the projection :math:`x^\star` of :math:`y` onto
-:math:`\{Ax = b,\ l \le Cx \le u,\ lb \le x \le ub\}`, let :math:`R = [I_n; C]` be the
+At the projection $x^\star$ of $y$ onto
+$\{Ax = b,\ l \le Cx \le u,\ lb \le x \le ub\}$, let $R = [I_n; C]$ be the
 rows of the bounds and inequalities (only the ``C`` rows when the polytope has no
-bounds), :math:`\mu` the rows active at :math:`x^\star` (at ``l``/``lb`` or at
-``u``/``ub``) and :math:`h_\mu` their bound values. Then :math:`x^\star` is the
-projection of :math:`y` onto the affine set :math:`\{Ax = b,\ R_\mu x = h_\mu\}`:
+bounds), $\mu$ the rows active at $x^\star$ (at ``l``/``lb`` or at
+``u``/``ub``) and $h_\mu$ their bound values. Then $x^\star$ is the
+projection of $y$ onto the affine set $\{Ax = b,\ R_\mu x = h_\mu\}$:
 
-.. math:: x^\star = x_A - P_A R_\mu^\top \lambda,\qquad
-   (R_\mu P_A R_\mu^\top)\,\lambda = R_\mu x_A - h_\mu,\qquad
-   x_A = P_A y + A^{+} b,
+$$
+x^\star = x_A - P_A R_\mu^\top \lambda,\qquad
+(R_\mu P_A R_\mu^\top)\,\lambda = R_\mu x_A - h_\mu,\qquad
+x_A = P_A y + A^{+} b,
+$$
 
-with :math:`P_A = ZZ^\top` the projector onto :math:`\ker A`. Every matrix but the mask
-is shared by the batch and computed once in :func:`jaxsolve.layers.factorize`
-(:math:`Z`, :math:`A^{+}`, the row-normalized :math:`\mathrm{diag}(g) R Z`); the
+with $P_A = ZZ^\top$ the projector onto $\ker A$. Every matrix but the mask
+is shared by the batch and computed once in `jaxsolve.layers.factorize`
+($Z$, $A^{+}$, the row-normalized $\mathrm{diag}(g) R Z$); the
 per-example system is the masked Gram system
-:math:`(\mu G \mu + I - \mu)\,\lambda_g = \mu g (R x_A - h)`,
-:math:`G = \mathrm{diag}(g) R P_A R^\top \mathrm{diag}(g)` (unit diagonal), solved by
+$(\mu G \mu + I - \mu)\,\lambda_g = \mu g (R x_A - h)$,
+$G = \mathrm{diag}(g) R P_A R^\top \mathrm{diag}(g)$ (unit diagonal), solved by
 batched conjugate gradients whose matrix products are
-:math:`(B, |R|) \times (|R|, k_A)` GEMMs. In exact arithmetic CG ends in at most
-:math:`|\mu|` + 1 iterations (the number of distinct eigenvalues the right-hand side
-excites), and the Douglas-Rachford iterates identify :math:`\mu` long before they
+$(B, |R|) \times (|R|, k_A)$ GEMMs. In exact arithmetic CG ends in at most
+$|\mu|$ + 1 iterations (the number of distinct eigenvalues the right-hand side
+excites), and the Douglas-Rachford iterates identify $\mu$ long before they
 converge (a GUESS of ours, checked on the DC3 problems: all 1024 active sets are
 right after 30 steps of 100/50/50 and 50 of 1000/500/500, where the iterates are
 still 6e-4 and 2e-6 away).
 
 **Polish** (forward; as in OSQP's solution polishing, Stellato et al. 2020, section
 4.3, here for a projection): the active set is read off the Douglas-Rachford
-reflection :math:`r = 2z - s` (a row is active when the box clips it), the system
+reflection $r = 2z - s$ (a row is active when the box clips it), the system
 above is solved, and the candidate is accepted only if it is primal feasible and its
-multipliers have the right signs (:math:`\lambda \ge 0` at an upper bound,
-:math:`\le 0` at a lower one), both to ``tol``: then it is the exact projection of
+multipliers have the right signs ($\lambda \ge 0$ at an upper bound,
+$\le 0$ at a lower one), both to ``tol``: then it is the exact projection of
 ``y`` onto the polytope relaxed by ``tol`` (the KKT conditions hold to ``tol``).
 
 **Backward** (implicit function theorem on the KKT system at a fixed active set,
 which is how Pinet's fixed-point backward ends too, Grontas, Terpin et al., arXiv
 2508.10480, section 3.2; Amos and Kolter, OptNet, ICML 2017, for the KKT form): with
-:math:`K = [A; R_\mu]`, :math:`x = y - K^\top (KK^\top)^{-1}(Ky - h)`, so for a
-cotangent :math:`\bar x`
+$K = [A; R_\mu]$, $x = y - K^\top (KK^\top)^{-1}(Ky - h)$, so for a
+cotangent $\bar x$
 
-.. math:: (R_\mu P_A R_\mu^\top)\lambda = R_\mu P_A \bar x,\quad
-   v = \bar x - R_\mu^\top\lambda,\quad \bar y = P_A v,\quad \bar b = (A^{+})^\top v,
-   \quad \bar h_\mu = \lambda,
+$$
+(R_\mu P_A R_\mu^\top)\lambda = R_\mu P_A \bar x,\quad
+v = \bar x - R_\mu^\top\lambda,\quad \bar y = P_A v,\quad \bar b = (A^{+})^\top v,
+\quad \bar h_\mu = \lambda,
+$$
 
-and :math:`\bar h` goes to ``u``/``ub`` on rows active at their upper bound, to
+and $\bar h$ goes to ``u``/``ub`` on rows active at their upper bound, to
 ``l``/``lb`` on the others. One CG solve of the same masked system per backward.
 """
 
@@ -83,7 +87,7 @@ def _rows(factors: Factors, bounds: bool, dtype):
 
 
 def _active(factors: Factors, bounds: bool, dtype, act):
-    """Set-up shared by :func:`polish`, :func:`refine` and :func:`affine_projection`: the null-space
+    """Set-up shared by `polish`, `refine` and `affine_projection`: the null-space
     basis ``Z``, ``C``, the rows in use ``(rz, g)``, ``act`` restricted to those rows and
     the mask ``mu`` of the active ones."""
     rz, g = _rows(factors, bounds, dtype)
@@ -98,7 +102,7 @@ def _in_use(factors: Factors, bounds: bool, v):
 
 
 def gram_for(factors: Factors, bounds: bool, dtype):
-    """The stored :math:`G` of the rows in use, or ``None`` when two ``rz`` products are cheaper."""
+    """The stored $G$ of the rows in use, or ``None`` when two ``rz`` products are cheaper."""
     n = factors.n
     rows = factors.rz.shape[0] - (0 if bounds else n)
     if factors.gram.shape[0] == 0 or rows >= 2 * factors.rz.shape[1]:
@@ -123,12 +127,12 @@ def _proj_a(v, Z):
 
 
 def masked_cg(rz, mu, rhs, x0, weight, thr, maxiter, gram=None):
-    r"""Batched CG on :math:`(\mu\, G\, \mu + I - \mu)\lambda = \text{rhs}`, :math:`G = rz\, rz^\top`.
+    r"""Batched CG on $(\mu\, G\, \mu + I - \mu)\lambda = \text{rhs}$, $G = rz\, rz^\top$.
 
     ``mu`` (``(B, r)``, 0/1) masks the rows; ``rhs`` must vanish off the mask. A lane
-    stops (its iterate is frozen) once :math:`\max_j |\text{res}_j|\, \text{weight}_j
-    \le \text{thr}`; the loop ends when every lane has, or after ``maxiter``
-    iterations. ``gram``: :math:`G` itself (one product per iteration instead of two,
+    stops (its iterate is frozen) once $\max_j |\text{res}_j|\, \text{weight}_j
+    \le \text{thr}$; the loop ends when every lane has, or after ``maxiter``
+    iterations. ``gram``: $G$ itself (one product per iteration instead of two,
     cheaper when ``rz`` has more than half as many columns as rows). Returns
     ``(lambda, iterations)``.
     """
@@ -176,9 +180,9 @@ def polish(
     {-1, 0, 1} (at the lower bound, inactive, at the upper bound), ``lam0`` the CG
     warm start ``(B, rows)``, ``lanes`` (``(B,)`` bool, optional) the lanes to polish
     (the CG stops when these have converged; the others' results are meaningless),
-    ``gram`` (optional) :math:`G` itself, used for the masked products when given. Returns ``(x, lam, error)``: ``error`` is the largest
+    ``gram`` (optional) $G$ itself, used for the masked products when given. Returns ``(x, lam, error)``: ``error`` is the largest
     violation of primal feasibility and of the multipliers' signs, in units of ``x``,
-    relative to :math:`\max(1, \|(x, Cx)\|_\infty)` (the Douglas-Rachford ``error``'s
+    relative to $\max(1, \|(x, Cx)\|_\infty)$ (the Douglas-Rachford ``error``'s
     scale); the candidate is the projection (to ``tol``) when ``error <= tol``.
     """
     dtype = y.dtype
@@ -219,7 +223,7 @@ def polish(
 
 def _slice(v, bits):
     r"""``(hi, v - hi)``: ``hi`` is ``v`` rounded, row by row, to multiples of
-    :math:`2^{e - \text{bits}}`, :math:`2^e \ge \max_j |v_j|` (exact in binary floating point)."""
+    $2^{e - \text{bits}}$, $2^e \ge \max_j |v_j|$ (exact in binary floating point)."""
     mx = jnp.max(jnp.abs(v), axis=-1, keepdims=True)
     _, e = jnp.frexp(jnp.where(mx > 0, mx, 1))  # mx <= 2^e
     step = jnp.ldexp(jnp.ones_like(mx), e - bits)
@@ -234,27 +238,27 @@ def _slice_bits(dtype, n: int) -> int:
 
 
 def accurate_residual(x, M, rhs):
-    r""":math:`x M^\top - \text{rhs}` to about twice the working precision, with ordinary matmuls.
+    r"""$x M^\top - \text{rhs}$ to about twice the working precision, with ordinary matmuls.
 
     An error-free splitting in the manner of Ozaki, Ogita, Oishi and Rump ("Error-free
     transformations of matrix multiplication by using fast routines of matrix
     multiplication and its applications", Numer. Algorithms 59, 2012): each row of
-    ``x`` (``(B, n)``) and of ``M`` (``(k, n)``) is cut as :math:`v = v_1 + v_{21} +
-    v_{22}`, where :math:`v_1` is :math:`v` rounded to multiples of
-    :math:`2^{e-\beta}` (:math:`2^e \ge \max|v|`) and :math:`v_{21}` the same rounding
-    of :math:`v - v_1`, with :math:`2\beta + \lceil\log_2 n\rceil \le` the mantissa
-    length (:math:`\beta = 7` for float32 at :math:`n \le 1024`). Then every partial sum
-    of :math:`x_1 M_1^\top`, :math:`x_1 M_{21}^\top` and :math:`x_{21} M_1^\top` is an
-    integer multiple of one power of two below :math:`2^{24}` of it: these three
+    ``x`` (``(B, n)``) and of ``M`` (``(k, n)``) is cut as $v = v_1 + v_{21} +
+    v_{22}$, where $v_1$ is $v$ rounded to multiples of
+    $2^{e-\beta}$ ($2^e \ge \max|v|$) and $v_{21}$ the same rounding
+    of $v - v_1$, with $2\beta + \lceil\log_2 n\rceil \le$ the mantissa
+    length ($\beta = 7$ for float32 at $n \le 1024$). Then every partial sum
+    of $x_1 M_1^\top$, $x_1 M_{21}^\top$ and $x_{21} M_1^\top$ is an
+    integer multiple of one power of two below $2^{24}$ of it: these three
     products are *exact* whatever the summation order of the matmul, and the remaining
-    terms :math:`x_1 M_{22}^\top + x_{22} M_1^\top + (x - x_1)(M - M_1)^\top` are
-    :math:`2^{-2\beta}` times smaller, so their rounding is too; these parts are added
-    by Neumaier's compensated summation (:func:`accurate_product`), and ``rhs`` is
+    terms $x_1 M_{22}^\top + x_{22} M_1^\top + (x - x_1)(M - M_1)^\top$ are
+    $2^{-2\beta}$ times smaller, so their rounding is too; these parts are added
+    by Neumaier's compensated summation (`accurate_product`), and ``rhs`` is
     subtracted from the rounded sum before its correction is added. Six matmuls in all,
     instead of one whose float32 error, on DC3 1000/500/500, reaches 1e-4 (XLA:CPU's
     accumulation), 20 times the distance of the exact projection's float32 rounding to
-    the constraints; the result's error is about :math:`\varepsilon |x M^\top - \text{rhs}|`
-    plus :math:`2^{-2\beta}` of that. In float64, or when :math:`\beta < 3`, it is the
+    the constraints; the result's error is about $\varepsilon |x M^\top - \text{rhs}|$
+    plus $2^{-2\beta}$ of that. In float64, or when $\beta < 3$, it is the
     plain product.
     """
     s, c = accurate_product(x, M)
@@ -262,12 +266,12 @@ def accurate_residual(x, M, rhs):
 
 
 def accurate_product(x, M):
-    r""":math:`x M^\top` as an unevaluated sum ``s + c`` (:func:`accurate_residual`'s method).
+    r"""$x M^\top$ as an unevaluated sum ``s + c`` (`accurate_residual`'s method).
 
     ``s`` is the product rounded to the working precision, ``c`` the correction
     (Neumaier's compensation): a residual against any ``rhs`` near ``s`` is then
     ``(s - rhs) + c``, with no cancellation error (``s - rhs`` is exact when ``rhs`` is
-    within a factor 2 of ``s``). In float64, or when :math:`\beta < 3`, ``c = 0``.
+    within a factor 2 of ``s``). In float64, or when $\beta < 3$, ``c = 0``.
     """
     dtype = x.dtype
     n = x.shape[-1]
@@ -299,25 +303,25 @@ def _sum2(terms):
 def refine(factors: Factors, bounds: bool, x, b, lo, hi, act, tol, maxiter):
     r"""One correction step onto the affine set of the active rows: feasibility to round-off.
 
-    :math:`x_1 = x - A^{+}(Ax - b)`, then :math:`x_2 = x_1 - P_A R_\mu^\top\lambda` with
-    :math:`(R_\mu P_A R_\mu^\top)\lambda = R_\mu x_1 - h_\mu` (the masked system of
-    :func:`polish`, right-hand side the tiny residual). At an exact projection it changes
+    $x_1 = x - A^{+}(Ax - b)$, then $x_2 = x_1 - P_A R_\mu^\top\lambda$ with
+    $(R_\mu P_A R_\mu^\top)\lambda = R_\mu x_1 - h_\mu$ (the masked system of
+    `polish`, right-hand side the tiny residual). At an exact projection it changes
     nothing; on a point computed in float32 it removes the residual left by the rounding
-    of the long products of the polish (about :math:`\varepsilon_{32}\sqrt{n}` per
+    of the long products of the polish (about $\varepsilon_{32}\sqrt{n}$ per
     coordinate of ``x``, hence up to 5e-5 of violation on DC3 1000/500/500).
 
-    :math:`\mu` is ``act`` plus the rows that :math:`x_1` violates (at the bound they
+    $\mu$ is ``act`` plus the rows that $x_1$ violates (at the bound they
     violate): a lane that stopped on the Douglas-Rachford residual test rather than
     the polish may have left a nearly active row out of ``act`` (on DC3 1000/500/500,
     one lane in 1024 violated such a row by 2.5e-5 in float32).
 
-    The residuals :math:`Ax - b` and :math:`Rx_1 - h` are computed by
-    :func:`accurate_residual` / :func:`accurate_product` below float64: a plain float32
+    The residuals $Ax - b$ and $Rx_1 - h$ are computed by
+    `accurate_residual` / `accurate_product` below float64: a plain float32
     matmul gets them wrong by as much as they are (its accumulation error on a
     1000-term row reaches 1e-4), so the correction could not see them. The corrections
     themselves are tiny and need only working precision; the violation that remains is
-    the rounding of :math:`x_2` to the working precision (about that of the exact
-    projection rounded). Batched like :func:`polish`.
+    the rounding of $x_2$ to the working precision (about that of the exact
+    projection rounded). Batched like `polish`.
     """
     dtype = x.dtype
     Z, C, rz, g, act, mu = _active(factors, bounds, dtype, act)
@@ -342,12 +346,12 @@ def refine(factors: Factors, bounds: bool, x, b, lo, hi, act, tol, maxiter):
 
 
 def _affine_tangent(factors: Factors, bounds: bool, act, dy, db, dlo, dhi, tol, maxiter):
-    r"""Tangent of the projection onto :math:`\{Ax = b,\ R_\mu x = h_\mu\}` (one example).
+    r"""Tangent of the projection onto $\{Ax = b,\ R_\mu x = h_\mu\}$ (one example).
 
-    With the masked Gram system of :func:`polish`,
-    :math:`\dot x = \dot x_A - P_A R^\top \mathrm{diag}(g)\,\mu\dot\lambda_g`,
-    :math:`(\mu G\mu + I - \mu)\,\dot\lambda_g = \mu g (R\dot x_A - \dot h)`,
-    :math:`\dot x_A = P_A\dot y + A^{+}\dot b`; the solve is a ``custom_linear_solve``
+    With the masked Gram system of `polish`,
+    $\dot x = \dot x_A - P_A R^\top \mathrm{diag}(g)\,\mu\dot\lambda_g$,
+    $(\mu G\mu + I - \mu)\,\dot\lambda_g = \mu g (R\dot x_A - \dot h)$,
+    $\dot x_A = P_A\dot y + A^{+}\dot b$; the solve is a ``custom_linear_solve``
     (batched CG, relative tolerance ``tol``, budget ``maxiter``), so JAX transposes it:
     its transpose is the module docstring's backward, one CG solve per cotangent.
     """
@@ -383,10 +387,10 @@ def affine_projection(bounds: bool, maxiter: int, factors: Factors, act, x, y, b
 
     The value is the known ``x`` (the solve's answer: it is the projection of ``y``
     onto the affine set of the active rows, to ``tol``); the derivatives in
-    ``y, b, lo, hi`` are those of that affine projection (:func:`_affine_tangent`),
+    ``y, b, lo, hi`` are those of that affine projection (`_affine_tangent`),
     none flow to ``factors``, ``act``, ``x`` or ``tol``. It is the map whose fixed
     point the Pinet solver's implicit rule differentiates
-    (:meth:`jaxsolve.layers.pinet.PinetProjection.optimality`).
+    (`jaxsolve.layers.pinet.PinetProjection.optimality`).
     """
     return x
 

@@ -12,12 +12,12 @@ __all__ = ["ProjectionLayer"]
 
 
 class ProjectionLayer(eqx.Module):
-    r"""Pinet output layer: :math:`y \mapsto \Pi_{\mathcal C(b, l, u, lb, ub)}(y)`.
+    r"""Pinet output layer: $y \mapsto \Pi_{\mathcal C(b, l, u, lb, ub)}(y)$.
 
     Put it at the end of an MLP (Pinet, arXiv 2508.10480): the prediction satisfies
-    :math:`Ax = b,\ l \le Cx \le u,\ lb \le x \le ub` up to ``tol``, and gradients
+    $Ax = b,\ l \le Cx \le u,\ lb \le x \le ub$ up to ``tol``, and gradients
     flow back to the network (and to per-example ``b, l, u, lb, ub``) through the
-    implicit backward of :func:`jaxsolve.layers.project`.
+    implicit backward of `jaxsolve.layers.project`.
 
     The polytope is factorized once at construction. Its arrays are leaves of the
     module but receive no gradient (``A``, ``C`` are structure): keep the layer out
@@ -26,7 +26,7 @@ class ProjectionLayer(eqx.Module):
 
     ``polytope`` is the constraint set (its data are defaults, overridable per call);
     ``steps``, ``tol``, ``sigma``, ``omega``, ``backward`` and ``backward_steps`` are as
-    in :func:`project` (static configuration of the layer).
+    in `project` (static configuration of the layer).
 
     Call: ``layer(y, b=None, l=None, u=None, lb=None, ub=None, warm=None,
     return_info=False)`` with ``y`` of shape ``(..., n)`` and optional per-example data.

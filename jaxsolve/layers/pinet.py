@@ -1,45 +1,49 @@
 r"""Pinet's projection solver on the shared protocol: Douglas-Rachford on the lifted set.
 
-Projects a point :math:`y` onto :math:`\{x : Ax = b,\ l \le Cx \le u,\ lb \le x \le ub\}`
+Projects a point $y$ onto $\{x : Ax = b,\ l \le Cx \le u,\ lb \le x \le ub\}$
 as in Pinet (Grontas, Terpin, Balta, D'Andrea, Lygeros; "Pinet: optimizing
 hard-constrained neural networks with orthogonal projection layers", arXiv
 2508.10480, section 3, eq. (8)). In the equilibrated lifted variables
-:math:`\tilde w = D_c^{-1}(x, s)` (see :mod:`jaxsolve.layers.polytope`) the problem is
+$\tilde w = D_c^{-1}(x, s)$ (see `jaxsolve.layers.polytope`) the problem is
 
-.. math:: \min_{\tilde w}\ \underbrace{\iota_{\tilde{\mathcal A}}(\tilde w)}_{f}
-   + \underbrace{\tfrac12\|D_x \tilde w_x - y\|^2 + \iota_{\tilde{\mathcal K}}(\tilde w)}_{g},
+$$
+\min_{\tilde w}\ \underbrace{\iota_{\tilde{\mathcal A}}(\tilde w)}_{f}
++ \underbrace{\tfrac12\|D_x \tilde w_x - y\|^2 + \iota_{\tilde{\mathcal K}}(\tilde w)}_{g},
+$$
 
-and Douglas-Rachford with step :math:`\sigma` and relaxation :math:`\omega` on the
-governing sequence :math:`s^k` reads
+and Douglas-Rachford with step $\sigma$ and relaxation $\omega$ on the
+governing sequence $s^k$ reads
 
-.. math:: z^k = \Pi_{\tilde{\mathcal A}}(s^k),\quad
-   t^k = \operatorname{prox}_{\sigma g}(2z^k - s^k),\quad
-   s^{k+1} = s^k + \omega (t^k - z^k),
+$$
+z^k = \Pi_{\tilde{\mathcal A}}(s^k),\quad
+t^k = \operatorname{prox}_{\sigma g}(2z^k - s^k),\quad
+s^{k+1} = s^k + \omega (t^k - z^k),
+$$
 
-where :math:`\operatorname{prox}_{\sigma g}` is, coordinate by coordinate, the clip of
-:math:`(\sigma d_i y_i + r_i)/(1 + \sigma d_i^2)` (:math:`x`-block) or of :math:`r_i`
-(:math:`s`-block) to the scaled box. (Pinet writes the objective as
-:math:`\|x - y\|^2`, so its :math:`\sigma` is half of ours.) The iterate reported
-is :math:`x^k = D_x z^k_x`, which satisfies :math:`Ax = b` exactly; at a fixed point
-:math:`z^\star = t^\star` is the projection.
-``error`` :math:`= \|D_c(t^k - z^k)\|_\infty / \max(1, \|D_c z^k\|_\infty)` is relative
-to the size of :math:`(x, Cx)`: the returned point violates the inequalities and bounds
-by at most ``error`` :math:`\cdot \max(1, \|(x, Cx)\|_\infty)` and :math:`Ax = b` only
-by round-off. (Relative because float32 cannot represent :math:`Cx` more finely than
-:math:`\varepsilon_{32}\sum_j |C_{ij} x_j|`, about 2e-5 on the n = 1000 DC3 problem.)
+where $\operatorname{prox}_{\sigma g}$ is, coordinate by coordinate, the clip of
+$(\sigma d_i y_i + r_i)/(1 + \sigma d_i^2)$ ($x$-block) or of $r_i$
+($s$-block) to the scaled box. (Pinet writes the objective as
+$\|x - y\|^2$, so its $\sigma$ is half of ours.) The iterate reported
+is $x^k = D_x z^k_x$, which satisfies $Ax = b$ exactly; at a fixed point
+$z^\star = t^\star$ is the projection.
+``error`` $= \|D_c(t^k - z^k)\|_\infty / \max(1, \|D_c z^k\|_\infty)$ is relative
+to the size of $(x, Cx)$: the returned point violates the inequalities and bounds
+by at most ``error`` $\cdot \max(1, \|(x, Cx)\|_\infty)$ and $Ax = b$ only
+by round-off. (Relative because float32 cannot represent $Cx$ more finely than
+$\varepsilon_{32}\sum_j |C_{ij} x_j|$, about 2e-5 on the n = 1000 DC3 problem.)
 
 **Infeasibility** (``status = INFEASIBLE``). If the affine set and the box do not
-meet, :math:`t^k - z^k` tends to the gap vector between them. Each step tests the
-previous difference :math:`\delta = t^{k-1} - z^{k-1}` as a Farkas certificate
+meet, $t^k - z^k$ tends to the gap vector between them. Each step tests the
+previous difference $\delta = t^{k-1} - z^{k-1}$ as a Farkas certificate
 (GUESS, derived here rather than read from the paper, which runs a fixed number of
-iterations): with :math:`v = -(I - P)\delta` (its component normal to the affine
-set, obtained from the :math:`P s` products the iteration computes anyway, so it
-costs no extra matrix product), every affine point has :math:`\langle v, a\rangle =
-\langle v, q\rangle` and every box point :math:`\langle v, k\rangle \le
-\sigma_{\mathcal K}(v)`, so :math:`\langle v, q\rangle - \sigma_{\mathcal K}(v) > 0`
+iterations): with $v = -(I - P)\delta$ (its component normal to the affine
+set, obtained from the $P s$ products the iteration computes anyway, so it
+costs no extra matrix product), every affine point has $\langle v, a\rangle =
+\langle v, q\rangle$ and every box point $\langle v, k\rangle \le
+\sigma_{\mathcal K}(v)$, so $\langle v, q\rangle - \sigma_{\mathcal K}(v) > 0$
 proves the sets disjoint. It is declared above ``infeasible_tol`` times
-:math:`(1 + \|q\|_\infty)\|v\|_\infty` (scaled up as
-:math:`\sqrt{\varepsilon_{\text{dtype}}/\varepsilon_{64}}` below float64).
+$(1 + \|q\|_\infty)\|v\|_\infty$ (scaled up as
+$\sqrt{\varepsilon_{\text{dtype}}/\varepsilon_{64}}$ below float64).
 Inconsistent ``Ax = b`` (rank-deficient ``A``) is caught at ``init``.
 """
 
@@ -76,7 +80,7 @@ class ProjectionArgs(NamedTuple):
     """Problem data of one projection (vmap over everything but the factors' static sizes).
 
     Attributes:
-        factors: :class:`~jaxsolve.layers.Factors` of the polytope.
+        factors: `Factors` of the polytope.
         y: the point to project, ``(n,)``.
         b: equality right-hand side, ``(p,)`` (``(0,)`` if there is none).
         lo, hi: lifted bounds ``(lb, l)`` and ``(ub, u)``, ``(n + m,)``, may be infinite.
@@ -92,9 +96,9 @@ class ProjectionArgs(NamedTuple):
 class State(NamedTuple):
     """Douglas-Rachford state.
 
-    ``x`` is the current projection estimate :math:`D_x z_x` (original units); ``s``
+    ``x`` is the current projection estimate $D_x z_x$ (original units); ``s``
     the governing sequence (scaled, lifted; pass it back as a warm start); ``q`` the
-    affine offset; ``ps`` and ``delta`` the last :math:`P s` and :math:`t - z`
+    affine offset; ``ps`` and ``delta`` the last $P s$ and $t - z$
     (for the infeasibility certificate); ``act`` the active set of the last step
     (int8 per lifted row: +1 / -1 where the box clipped the prox at its upper /
     lower bound, 0 elsewhere; the implicit rule differentiates at it).
@@ -123,17 +127,17 @@ def _scaled_bounds(args: ProjectionArgs, dtype):
 
 
 def dr_map(s, q, y, lo_s, hi_s, factors: Factors, sigma, omega):
-    r"""One Douglas-Rachford step :math:`s \mapsto s + \omega(t - z)`; returns ``(ps, z, t, s_new)``.
+    r"""One Douglas-Rachford step $s \mapsto s + \omega(t - z)$; returns ``(ps, z, t, s_new)``.
 
-    This is the fixed-point map :math:`T(s; y, b, l, u, lb, ub)` whose fixed point the
-    implicit backward of :func:`jaxsolve.layers.project` differentiates with
+    This is the fixed-point map $T(s; y, b, l, u, lb, ub)$ whose fixed point the
+    implicit backward of `jaxsolve.layers.project` differentiates with
     ``backward="bicgstab"``, ``"gmres"`` or ``"fixed_point"``.
     """
     return _dr(s, q, y, lo_s, hi_s, factors, sigma, omega)[:4]
 
 
 def _dr(s, q, y, lo_s, hi_s, factors: Factors, sigma, omega):
-    """:func:`dr_map` and the active set of the step (where the box clips the prox)."""
+    """`dr_map` and the active set of the step (where the box clips the prox)."""
     n = factors.n
     d = factors.d_c.astype(s.dtype)
     dx = d[:n]
@@ -148,20 +152,20 @@ def _dr(s, q, y, lo_s, hi_s, factors: Factors, sigma, omega):
 
 
 def auto_sigma(factors) -> jax.Array:
-    r"""Default step :math:`\sigma = 0.3 / \operatorname{mean}(d_x^2)`.
+    r"""Default step $\sigma = 0.3 / \operatorname{mean}(d_x^2)$.
 
-    After equilibration the proximal step acts on :math:`x` through
-    :math:`\sigma d_x^2`; fixing its mean at 0.3 was the best choice (fewest steps to
-    1e-6, within 1.5x of the best fixed :math:`\sigma` per problem) on DC3 simple QPs of
+    After equilibration the proximal step acts on $x$ through
+    $\sigma d_x^2$; fixing its mean at 0.3 was the best choice (fewest steps to
+    1e-6, within 1.5x of the best fixed $\sigma$ per problem) on DC3 simple QPs of
     sizes 100/50/50, 300/150/150, 1000/500/500 and 200/20/150 with raw outputs of
-    scale 0.3 to 10 (Pinet tunes :math:`\sigma` per problem instead).
+    scale 0.3 to 10 (Pinet tunes $\sigma$ per problem instead).
     """
     dx = factors.d_c[: factors.n]
     return 0.3 / jnp.mean(dx * dx)
 
 
 def _sigma(sigma, factors, like):
-    """The step: ``sigma``, or :func:`auto_sigma` when it is None, in the dtype of ``like``."""
+    """The step: ``sigma``, or `auto_sigma` when it is None, in the dtype of ``like``."""
     return hyper(auto_sigma(factors) if sigma is None else sigma, like)
 
 
@@ -173,13 +177,13 @@ def _infeasible_tol(infeasible_tol, like):
 
 
 class PinetProjection(AbstractSolver):
-    """Douglas-Rachford projection (see :func:`pinet_projection`, which builds it).
+    """Douglas-Rachford projection (see `pinet_projection`, which builds it).
 
-    ``sigma`` (None: :func:`auto_sigma`), ``omega``, ``infeasible_tol`` and
+    ``sigma`` (None: `auto_sigma`), ``omega``, ``infeasible_tol`` and
     ``backward_tol`` (the implicit rule's linear solve; None: 1e-10 in float64, 1e-6
     below) are traced hyperparameters; ``start``, ``backward`` (the implicit rule's
     form: ``"kkt"``, ``"bicgstab"``, ``"gmres"`` or ``"fixed_point"``, see
-    :func:`jaxsolve.layers.project`), ``backward_steps`` (its iteration budget) and
+    `jaxsolve.layers.project`), ``backward_steps`` (its iteration budget) and
     ``bounds`` (the box rows ``lb <= x <= ub`` are constraints, as opposed to all
     infinite) are structural.
     """
@@ -274,13 +278,13 @@ class PinetProjection(AbstractSolver):
     def optimality(self, z, args: ProjectionArgs, state: State):
         r"""Zero at the projection.
 
-        ``backward="kkt"``: :math:`x - \Pi(y, b, h)`, :math:`\Pi` the projection onto
+        ``backward="kkt"``: $x - \Pi(y, b, h)$, $\Pi$ the projection onto
         the affine set of the rows active at the solution (``state.act``;
-        :func:`jaxsolve.layers.active.affine_projection`): its Jacobian in ``x`` is the
+        `jaxsolve.layers.active.affine_projection`): its Jacobian in ``x`` is the
         identity (``implicit_solve`` is the identity), and the derivative in the data is
         one masked CG solve of the active-set KKT system. Otherwise Pinet's form, the
-        Douglas-Rachford fixed point :math:`T(s; y, b, l, u, lb, ub) - s`
-        (:func:`dr_map`), solved by BiCGSTAB, GMRES or fixed-point sweeps.
+        Douglas-Rachford fixed point $T(s; y, b, l, u, lb, ub) - s$
+        (`dr_map`), solved by BiCGSTAB, GMRES or fixed-point sweeps.
         """
         f = args.factors
         dtype = z.dtype
@@ -306,7 +310,7 @@ class PinetProjection(AbstractSolver):
 
     @property
     def implicit_solve(self):
-        """The linear solver of :meth:`optimality`'s Jacobian (see there)."""
+        """The linear solver of `optimality`'s Jacobian (see there)."""
         if self.backward == "kkt":
             return _identity_solve
         tol = 1e-10 if self.backward_tol is None else self.backward_tol
@@ -352,21 +356,21 @@ def pinet_projection(
 ) -> PinetProjection:
     r"""Douglas-Rachford projection onto a polytope (Pinet, arXiv 2508.10480), as a ``Solver``.
 
-    Solves :math:`\min_x \tfrac12\|x - y\|^2` s.t. :math:`Ax = b,\ l \le Cx \le u,\
-    lb \le x \le ub` by the iteration of the module docstring, on
+    Solves $\min_x \tfrac12\|x - y\|^2$ s.t. $Ax = b,\ l \le Cx \le u,\
+    lb \le x \le ub$ by the iteration of the module docstring, on
     ``args = ProjectionArgs(factors, y, b, lo, hi)`` (build it with
-    :func:`jaxsolve.layers.projection_args`). Run it with ``jaxsolve.solve``; under
+    `jaxsolve.layers.projection_args`). Run it with ``jaxsolve.solve``; under
     ``vmap`` only the data changes per lane, the factorization is shared.
 
     Args:
         sigma: Douglas-Rachford step (numeric hyperparameter: no recompilation).
-            Pinet's :math:`\sigma` is half of this one. ``None``: the scaling-aware
-            default :math:`0.3/\operatorname{mean}(d_x^2)` of :func:`auto_sigma`.
+            Pinet's $\sigma$ is half of this one. ``None``: the scaling-aware
+            default $0.3/\operatorname{mean}(d_x^2)$ of `auto_sigma`.
         omega: relaxation in (0, 2).
         infeasible_tol: threshold of the infeasibility certificate (relative, see the
             module docstring).
-        start: ``"point"``: ``x0`` is a point of :math:`\mathbb{R}^n`, lifted to
-            :math:`D_c^{-1}(x_0, Cx_0)`; ``"governing"``: ``x0`` is a governing
+        start: ``"point"``: ``x0`` is a point of $\mathbb{R}^n$, lifted to
+            $D_c^{-1}(x_0, Cx_0)$; ``"governing"``: ``x0`` is a governing
             sequence (``state.s`` of an earlier solve), a warm start.
 
     Returns:

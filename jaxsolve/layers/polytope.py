@@ -1,29 +1,31 @@
 r"""The constraint set of the projection layer and its one-time factorization.
 
-A :class:`Polytope` is :math:`\{x \in \mathbb{R}^n : Ax = b,\; l \le Cx \le u,\;
-lb \le x \le ub\}`; any of the three parts may be absent. ``A`` and ``C`` are the
+A `Polytope` is $\{x \in \mathbb{R}^n : Ax = b,\; l \le Cx \le u,\;
+lb \le x \le ub\}$; any of the three parts may be absent. ``A`` and ``C`` are the
 *structure* (one matrix shared by a whole batch); ``b, l, u, lb, ub`` are the
 *data* and may carry leading batch dimensions (one right-hand side per example).
 
 Following Pinet (Grontas, Terpin, et al., arXiv 2508.10480, section 3), the set is
-lifted to :math:`w = (x, s) \in \mathbb{R}^{n+m}` with
+lifted to $w = (x, s) \in \mathbb{R}^{n+m}$ with
 
-.. math:: \mathcal{A} = \{w : \underbrace{\begin{bmatrix} A & 0 \\ C & -I
-   \end{bmatrix}}_{M} w = \begin{bmatrix} b \\ 0 \end{bmatrix}\},\qquad
-   \mathcal{K} = [lb, ub] \times [l, u],
+$$
+\mathcal{A} = \{w : \underbrace{\begin{bmatrix} A & 0 \\ C & -I
+\end{bmatrix}}_{M} w = \begin{bmatrix} b \\ 0 \end{bmatrix}\},\qquad
+\mathcal{K} = [lb, ub] \times [l, u],
+$$
 
-so that the polytope is the :math:`x`-part of :math:`\mathcal{A} \cap \mathcal{K}`.
-:func:`factorize` computes, once per polytope, a Ruiz equilibration
-:math:`\tilde M = D_r M D_c` and the orthogonal projector onto the affine set
-:math:`\tilde{\mathcal{A}}` in the scaled variables :math:`\tilde w = D_c^{-1} w`:
-:math:`\Pi_{\tilde{\mathcal A}}(v) = P v + W b` with :math:`P` the projector onto
-:math:`\ker \tilde M` and :math:`W = \tilde M^{+}[:, :p]\,\mathrm{diag}(D_r[:p])`.
-:math:`P` is applied in its cheapest exact form: :math:`U(U^\top v)` with an
-orthonormal null-space basis :math:`U` when :math:`\dim\ker\tilde M \le
-\operatorname{rank}\tilde M`, else :math:`v - R(R^\top v)` with a row-space basis
-:math:`R` (both from one SVD), i.e. :math:`2(n+m)\min(k, r)` flops per example and
-step instead of the :math:`(n+m)^2` of a dense projector or the
-:math:`2(n+m)(p+m)` of the pseudo-inverse form ``x - A^+(Ax - b)`` used by the
+so that the polytope is the $x$-part of $\mathcal{A} \cap \mathcal{K}$.
+`factorize` computes, once per polytope, a Ruiz equilibration
+$\tilde M = D_r M D_c$ and the orthogonal projector onto the affine set
+$\tilde{\mathcal{A}}$ in the scaled variables $\tilde w = D_c^{-1} w$:
+$\Pi_{\tilde{\mathcal A}}(v) = P v + W b$ with $P$ the projector onto
+$\ker \tilde M$ and $W = \tilde M^{+}[:, :p]\,\mathrm{diag}(D_r[:p])$.
+$P$ is applied in its cheapest exact form: $U(U^\top v)$ with an
+orthonormal null-space basis $U$ when $\dim\ker\tilde M \le
+\operatorname{rank}\tilde M$, else $v - R(R^\top v)$ with a row-space basis
+$R$ (both from one SVD), i.e. $2(n+m)\min(k, r)$ flops per example and
+step instead of the $(n+m)^2$ of a dense projector or the
+$2(n+m)(p+m)$ of the pseudo-inverse form ``x - A^+(Ax - b)`` used by the
 ``pinet-hcnn`` package.
 """
 
@@ -44,11 +46,11 @@ __all__ = ["Polytope", "Factors", "factorize", "ruiz_equilibration"]
 def ruiz_equilibration(M: jax.Array, iters: int = 25) -> tuple[jax.Array, jax.Array]:
     r"""Modified Ruiz equilibration (2-norm, rows then columns), as in Pinet.
 
-    Repeats :math:`M \leftarrow \mathrm{diag}(\|M_{i,:}\|^{-1/2}) M`, then
-    :math:`M \leftarrow M\,\mathrm{diag}(\|M_{:,j}\|^{-1/2})` for ``iters`` rounds
+    Repeats $M \leftarrow \mathrm{diag}(\|M_{i,:}\|^{-1/2}) M$, then
+    $M \leftarrow M\,\mathrm{diag}(\|M_{:,j}\|^{-1/2})$ for ``iters`` rounds
     and keeps the scaling with the best balance criterion
-    :math:`\max(1 - \min_i\|M_{i,:}\|/\max_i\|M_{i,:}\|,\;
-    1 - \min_j\|M_{:,j}\|/\max_j\|M_{:,j}\|)`, as the
+    $\max(1 - \min_i\|M_{i,:}\|/\max_i\|M_{i,:}\|,\;
+    1 - \min_j\|M_{:,j}\|/\max_j\|M_{:,j}\|)$, as the
     ``ruiz_equilibration`` of Pinet (arXiv 2508.10480, appendix on equilibration).
     Zero rows or columns keep the factor 1.
 
@@ -92,28 +94,28 @@ def ruiz_equilibration(M: jax.Array, iters: int = 25) -> tuple[jax.Array, jax.Ar
 
 
 class Factors(eqx.Module):
-    r"""What :func:`factorize` computes once per polytope (shared by a whole batch).
+    r"""What `factorize` computes once per polytope (shared by a whole batch).
 
     Attributes:
-        d_c: column scaling :math:`D_c` of the lifted variables, shape ``(n + m,)``.
+        d_c: column scaling $D_c$ of the lifted variables, shape ``(n + m,)``.
         basis: ``U`` (null space, mode ``"null"``), ``R`` (row space, mode ``"range"``)
             or the dense projector ``P`` (mode ``"dense"``, used when the rank is not
             known because ``A``/``C`` are traced).
-        w_b: :math:`\tilde M^{+}[:, :p]\,\mathrm{diag}(D_r[:p])`, shape ``(n + m, p)``:
+        w_b: $\tilde M^{+}[:, :p]\,\mathrm{diag}(D_r[:p])$, shape ``(n + m, p)``:
             the affine offset is ``q = w_b @ b``.
         A, C: the original matrices (for the lifted start point and the consistency
             check of ``Ax = b``).
-        null_a: orthonormal basis :math:`Z` of :math:`\ker A`, ``(n, k_A)`` (the dense
-            projector :math:`P_A` when ``A`` is traced); :math:`P_A = ZZ^\top`.
-        apinv_t: :math:`(A^{+})^\top`, ``(p, n)``.
-        rz: the rows :math:`R = [I_n; C]` of the inequalities and bounds, restricted to
-            :math:`\ker A` and normalized, :math:`\mathrm{diag}(g) R Z`, ``(n + m, k_A)``,
-            with :math:`g_i = 1/\|R_i Z\|` (0 for a row fixed by ``Ax = b``): the
-            Gram matrix :math:`\mathrm{diag}(g) R P_A R^\top \mathrm{diag}(g)` of the
-            active-set (KKT) solves of :mod:`jaxsolve.layers.active` has unit diagonal.
-        rz_scale: :math:`g`, ``(n + m,)``.
-        gram: :math:`G = rz\, rz^\top`, ``(n + m, n + m)``, precomputed when
-            :math:`n + m \le 4096` (else ``(0, 0)``: the solves then use two products
+        null_a: orthonormal basis $Z$ of $\ker A$, ``(n, k_A)`` (the dense
+            projector $P_A$ when ``A`` is traced); $P_A = ZZ^\top$.
+        apinv_t: $(A^{+})^\top$, ``(p, n)``.
+        rz: the rows $R = [I_n; C]$ of the inequalities and bounds, restricted to
+            $\ker A$ and normalized, $\mathrm{diag}(g) R Z$, ``(n + m, k_A)``,
+            with $g_i = 1/\|R_i Z\|$ (0 for a row fixed by ``Ax = b``): the
+            Gram matrix $\mathrm{diag}(g) R P_A R^\top \mathrm{diag}(g)$ of the
+            active-set (KKT) solves of `jaxsolve.layers.active` has unit diagonal.
+        rz_scale: $g$, ``(n + m,)``.
+        gram: $G = rz\, rz^\top$, ``(n + m, n + m)``, precomputed when
+            $n + m \le 4096$ (else ``(0, 0)``: the solves then use two products
             with ``rz``).
         n, p, m, mode: static sizes and the form of the projector.
     """
@@ -134,7 +136,7 @@ class Factors(eqx.Module):
     mode: str = eqx.field(static=True)
 
     def proj_null(self, v: jax.Array) -> jax.Array:
-        """:math:`P v`: the orthogonal projection of ``v`` onto :math:`\\ker \\tilde M`."""
+        """$P v$: the orthogonal projection of ``v`` onto $\\ker \\tilde M$."""
         # Row-vector products: under vmap they become one (batch, N) x (N, k) GEMM;
         # the column form B @ (B.T @ v) batched inside a while loop ran 3.5x slower on CPU.
         B = self.basis.astype(v.dtype)
@@ -145,7 +147,7 @@ class Factors(eqx.Module):
         return v @ B  # the dense projector is symmetric
 
     def offset(self, b: jax.Array) -> jax.Array:
-        """:math:`q = \\tilde M^{+} D_r [b; 0]`: the minimum-norm point of the scaled affine set."""
+        """$q = \\tilde M^{+} D_r [b; 0]$: the minimum-norm point of the scaled affine set."""
         if self.p == 0:
             return jnp.zeros((self.n + self.m,), b.dtype)
         return b @ self.w_b.astype(b.dtype).T
@@ -174,11 +176,11 @@ def factorize(A: jax.Array, C: jax.Array, *, ruiz_iters: int = 25) -> Factors:
     r"""Equilibrate the lifted matrix and factor the affine projection (once per polytope).
 
     ``A`` is ``(p, n)``, ``C`` is ``(m, n)`` (either may have zero rows). One SVD of
-    :math:`\tilde M = D_r M D_c` gives the rank :math:`r` (singular values above
-    :math:`\sigma_{\max}\max(p+m, n+m)\,\varepsilon`), the pseudo-inverse columns for
-    ``b`` and the projector onto :math:`\ker\tilde M` in its cheapest form (see the
-    module docstring). Costs :math:`O((p+m)(n+m)^2)` once; every projection step then
-    costs :math:`O((n+m)\min(r, n+m-r))`. The array work runs in two compiled
+    $\tilde M = D_r M D_c$ gives the rank $r$ (singular values above
+    $\sigma_{\max}\max(p+m, n+m)\,\varepsilon$), the pseudo-inverse columns for
+    ``b`` and the projector onto $\ker\tilde M$ in its cheapest form (see the
+    module docstring). Costs $O((p+m)(n+m)^2)$ once; every projection step then
+    costs $O((n+m)\min(r, n+m-r))$. The array work runs in two compiled
     functions cached per shape; only the choice of the basis (which needs the rank)
     happens outside them.
     """
@@ -217,12 +219,12 @@ def factorize(A: jax.Array, C: jax.Array, *, ruiz_iters: int = 25) -> Factors:
 
 @partial(jax.jit, static_argnums=(2,))
 def _factor_core(A: jax.Array, C: jax.Array, ruiz_iters: int):
-    r"""The rank-independent part of :func:`factorize` (compiled once per shape).
+    r"""The rank-independent part of `factorize` (compiled once per shape).
 
     Returns ``(d_c, w_b, Vh, keep, Va, keep_a, apinv_t)``: the column scaling, the
-    pseudo-inverse columns for ``b``, the right singular vectors of :math:`\tilde M`
+    pseudo-inverse columns for ``b``, the right singular vectors of $\tilde M$
     and the mask of its singular values counted as rank; the same for ``A`` and
-    :math:`(A^{+})^\top` (:func:`_kkt_tail` finishes the active-set factors).
+    $(A^{+})^\top$ (`_kkt_tail` finishes the active-set factors).
     """
     dtype = A.dtype
     p, n = A.shape
@@ -263,10 +265,10 @@ def _factor_core(A: jax.Array, C: jax.Array, ruiz_iters: int):
 
 @jax.jit
 def _kkt_tail(Z: jax.Array, C: jax.Array):
-    r"""``(diag(g) [Z; CZ], g, G)`` from :math:`Z` (a basis of :math:`\ker A`, or the dense
-    projector :math:`P_A` when ``A`` is traced; :math:`P_A P_A^\top = P_A`), see
-    :class:`Factors`. :math:`Z` comes from one SVD of ``A`` in :func:`_factor_core`
-    (singular values above :math:`\sigma_{\max}\max(p, n)\varepsilon` count as rank).
+    r"""``(diag(g) [Z; CZ], g, G)`` from $Z$ (a basis of $\ker A$, or the dense
+    projector $P_A$ when ``A`` is traced; $P_A P_A^\top = P_A$), see
+    `Factors`. $Z$ comes from one SVD of ``A`` in `_factor_core`
+    (singular values above $\sigma_{\max}\max(p, n)\varepsilon$ count as rank).
     """
     dtype = Z.dtype
     n = Z.shape[0]
@@ -324,19 +326,19 @@ def _as_vector(name, v, size, *, allow_inf):
 
 
 class Polytope(eqx.Module):
-    r"""The convex set :math:`\{x : Ax = b,\; l \le Cx \le u,\; lb \le x \le ub\}`.
+    r"""The convex set $\{x : Ax = b,\; l \le Cx \le u,\; lb \le x \le ub\}$.
 
     ``A`` (``(p, n)``) and ``C`` (``(m, n)``) are shared by a whole batch; ``b``
     (``(..., p)``), ``l``, ``u`` (``(..., m)``), ``lb``, ``ub`` (``(..., n)``) may carry
     leading batch dimensions (broadcast against each other and against the points
-    projected). Missing bounds are infinite (``l=None`` means :math:`-\infty`); use
+    projected). Missing bounds are infinite (``l=None`` means $-\infty$); use
     ``-jnp.inf``/``jnp.inf`` entries for one-sided rows. A pytree (equinox Module):
     it can be passed through ``jit`` and ``vmap``.
 
     Validated on construction (outside ``jit``): matrices 2-D, finite and floating;
     shapes consistent; ``b`` finite; ``l <= u`` and ``lb <= ub`` elementwise; no NaN.
-    Errors name the argument. :meth:`factorize` returns a copy holding the
-    one-time :class:`Factors`, which :func:`jaxsolve.layers.project` then reuses.
+    Errors name the argument. `factorize` returns a copy holding the
+    one-time `Factors`, which `jaxsolve.layers.project` then reuses.
     """
 
     A: jax.Array | None
@@ -435,7 +437,7 @@ class Polytope(eqx.Module):
         return A.astype(dtype), C.astype(dtype)
 
     def factorize(self, *, ruiz_iters: int = 25) -> Polytope:
-        """A copy holding the one-time :class:`Factors` (Ruiz scaling + affine projector)."""
+        """A copy holding the one-time `Factors` (Ruiz scaling + affine projector)."""
         A, C = self.matrices()
         return self._replace_factors(factorize(A, C, ruiz_iters=ruiz_iters))
 
@@ -459,7 +461,7 @@ class Polytope(eqx.Module):
     def lifted_bounds(self, dtype):
         """``(lo, hi, b)``: lifted bounds on ``(x, s)`` of shape ``(..., n + m)`` and ``b``.
 
-        Absent bounds become :math:`\\mp\\infty`; ``b`` is ``(..., p)`` (``(0,)`` if absent).
+        Absent bounds become $\\mp\\infty$; ``b`` is ``(..., p)`` (``(0,)`` if absent).
         """
         n, m = self.n, self.m
         inf = jnp.asarray(jnp.inf, dtype)
@@ -481,8 +483,8 @@ class Polytope(eqx.Module):
     def violation(self, x: jax.Array) -> jax.Array:
         """Max constraint violation of ``x`` (``(..., n)``), per point, in the original units.
 
-        :math:`\\max(\\|Ax - b\\|_\\infty, \\|(l - Cx)_+\\|_\\infty, \\|(Cx - u)_+\\|_\\infty,
-        \\|(lb - x)_+\\|_\\infty, \\|(x - ub)_+\\|_\\infty)`.
+        $\\max(\\|Ax - b\\|_\\infty, \\|(l - Cx)_+\\|_\\infty, \\|(Cx - u)_+\\|_\\infty,
+        \\|(lb - x)_+\\|_\\infty, \\|(x - ub)_+\\|_\\infty)$.
         """
         x = jnp.asarray(x)
         parts = [jnp.zeros(x.shape[:-1], x.dtype)]

@@ -1,11 +1,13 @@
 r"""The DC3 "simple QP" family (Donti, Rolnick, Kolter, ICLR 2021), used by Pinet's benchmarks.
 
-.. math:: \min_y \tfrac12 y^\top Q y + p^\top y \ \text{ s.t. }\ Ay = x,\ Gy \le h,
+$$
+\min_y \tfrac12 y^\top Q y + p^\top y \ \text{ s.t. }\ Ay = x,\ Gy \le h,
+$$
 
-with :math:`Q = \mathrm{diag}(U[0,1]^n)`, :math:`p \sim U[0,1]^n`, :math:`A, G` with
-standard normal entries, per-instance right-hand sides :math:`x \sim U[-1,1]^{n_{eq}}`
-and :math:`h = \sum_j |G A^{+}|_{:,j}`, which makes :math:`y = A^{+}x` feasible for
-every :math:`x` in the cube (DC3's ``generate_QP.py``; Pinet, arXiv 2508.10480, section 5.1).
+with $Q = \mathrm{diag}(U[0,1]^n)$, $p \sim U[0,1]^n$, $A, G$ with
+standard normal entries, per-instance right-hand sides $x \sim U[-1,1]^{n_{eq}}$
+and $h = \sum_j |G A^{+}|_{:,j}$, which makes $y = A^{+}x$ feasible for
+every $x$ in the cube (DC3's ``generate_QP.py``; Pinet, arXiv 2508.10480, section 5.1).
 """
 
 from __future__ import annotations

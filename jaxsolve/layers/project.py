@@ -1,40 +1,42 @@
 r"""``project``: batched Pinet projection, differentiated implicitly by the driver's adjoint.
 
-Forward: Pinet's Douglas-Rachford iteration (:mod:`jaxsolve.layers.pinet`) run on the
+Forward: Pinet's Douglas-Rachford iteration (`jaxsolve.layers.pinet`) run on the
 whole batch at once, as matrix-matrix products with the factors shared by every
-example (computed once by :func:`jaxsolve.layers.factorize`). Every ``check_every``
+example (computed once by `jaxsolve.layers.factorize`). Every ``check_every``
 steps the batch is checked: the relative fixed-point residual (``error``), the
 infeasibility certificate, and, once a lane's active set (read off the reflection
-:math:`r = 2z - s`) has not changed since the previous check, an exact *polish*: the
+$r = 2z - s$) has not changed since the previous check, an exact *polish*: the
 projection onto the affine set of those active rows, accepted when it is feasible and
-its multipliers have the right signs to ``tol`` (:func:`jaxsolve.layers.active.polish`).
+its multipliers have the right signs to ``tol`` (`jaxsolve.layers.active.polish`).
 A lane ends at the first check where either test passes; its outputs are frozen there,
 so a batched call returns, lane for lane, what single calls return. On the DC3
 problems the active set is right after 30-50 steps, where the iterates alone would
 need 60-75 to reach 1e-5.
 
 Derivatives (implicit function theorem, Pinet, arXiv 2508.10480, section 3.2, extended
-to the constraint data :math:`\theta = (y, b, l, u, lb, ub)`): the forward runs on
-constant inputs and :func:`jaxsolve.core.adjoint.implicit_solution` differentiates the
+to the constraint data $\theta = (y, b, l, u, lb, ub)$): the forward runs on
+constant inputs and `jaxsolve.core.adjoint.implicit_solution` differentiates the
 Pinet solver's optimality condition at each lane's end
-(:meth:`~jaxsolve.layers.pinet.PinetProjection.optimality`), so ``jax.grad`` and
+(`optimality`), so ``jax.grad`` and
 ``jax.jvp`` both work; ``backward`` picks the condition:
 
 * ``backward="kkt"`` (default): at the active set of the returned point, the KKT
   system of the projection, reduced to one masked Gram system shared with the polish
-  and solved by batched CG (:func:`jaxsolve.layers.active.affine_projection`: the
-  condition is :math:`x = \Pi(y, b, h)` at that active set). Its size is the
+  and solved by batched CG (`jaxsolve.layers.active.affine_projection`: the
+  condition is $x = \Pi(y, b, h)$ at that active set). Its size is the
   number of inequality (and bound) rows, and it needs no iteration count tuned to the
   forward.
 * ``"bicgstab"``, ``"gmres"``, ``"fixed_point"``: Pinet's form, at the fixed point
-  :math:`s^\star = T(s^\star; \theta)` of the Douglas-Rachford map with
-  :math:`x = D_x[P s^\star + W b]_x`: for :math:`\bar z = (D_x \bar x, 0)`
+  $s^\star = T(s^\star; \theta)$ of the Douglas-Rachford map with
+  $x = D_x[P s^\star + W b]_x$: for $\bar z = (D_x \bar x, 0)$
 
-  .. math:: (I - \partial_s T^\top)\,\xi = P \bar z, \qquad
-     \bar\theta = \partial_\theta T^\top \xi + (0, W^\top \bar z, 0, \dots),
+  $$
+  (I - \partial_s T^\top)\,\xi = P \bar z, \qquad
+  \bar\theta = \partial_\theta T^\top \xi + (0, W^\top \bar z, 0, \dots),
+  $$
 
   solved matrix-free per example (BiCGSTAB, GMRES, or fixed-point sweeps
-  :math:`\xi \leftarrow \partial_s T^\top \xi + P\bar z`, Pinet's ``fpi``). At the
+  $\xi \leftarrow \partial_s T^\top \xi + P\bar z$, Pinet's ``fpi``). At the
   same active set both give the same derivative.
 * ``"unroll"``: exactly ``steps`` steps in a ``lax.scan``, differentiated through.
 
@@ -77,10 +79,10 @@ class ProjectionInfo(NamedTuple):
     """What ``project(..., return_info=True)`` returns beside ``x`` (batched like ``x``).
 
     Attributes:
-        status: :class:`~jaxsolve.Status` codes (``INFEASIBLE`` for an empty polytope).
+        status: `Status` codes (``INFEASIBLE`` for an empty polytope).
         num_steps: Douglas-Rachford steps taken.
         error: final relative fixed-point residual
-            :math:`\\|D_c(t - z)\\|_\\infty / \\max(1, \\|D_c z\\|_\\infty)`: the returned point
+            $\\|D_c(t - z)\\|_\\infty / \\max(1, \\|D_c z\\|_\\infty)$: the returned point
             violates the constraints by at most ``error * max(1, |(x, Cx)|_inf)``.
         s: final governing sequence, ``(..., n + m)``: pass it as ``warm=`` next time.
     """
@@ -105,9 +107,9 @@ class _Config(NamedTuple):
 
 
 def default_project_tol(dtype) -> float:
-    """Default ``tol`` of :func:`project`: 1e-8 in float64, 1e-6 in float32 (1e-2 below).
+    """Default ``tol`` of `project`: 1e-8 in float64, 1e-6 in float32 (1e-2 below).
 
-    Tighter than :func:`jaxsolve.default_tol` in float32 because ``error`` bounds the
+    Tighter than `jaxsolve.default_tol` in float32 because ``error`` bounds the
     (relative) constraint violation, which a projection layer should keep near 1e-5.
     """
     dtype = np.dtype(dtype)
@@ -167,7 +169,7 @@ def _forward(cfg: _Config, y, b, lo, hi, s0, factors, solver: PinetProjection, t
 
     The loop runs on the whole batch until at most 1/8 of the lanes are still running;
     those are then gathered into a batch of 1/8 the size (and so on: the core's
-    straggler compaction, :func:`jaxsolve.core.batch.run_compacted`), so that the
+    straggler compaction, `jaxsolve.core.batch.run_compacted`), so that the
     stragglers do not cost full-batch matrix products. Lanes compute independently and
     on the same check schedule, so the result does not depend on the batch.
     """
@@ -350,8 +352,8 @@ def _forward(cfg: _Config, y, b, lo, hi, s0, factors, solver: PinetProjection, t
 
 def _implicit(out: _Out, y, b, lo, hi, factors, solver: PinetProjection) -> jax.Array:
     """``out.x`` with the implicit derivatives of the Pinet solver's optimality
-    condition at each lane's end (:meth:`PinetProjection.optimality`), by the driver's
-    adjoint (:func:`jaxsolve.core.adjoint.implicit_solution`), lane by lane."""
+    condition at each lane's end (`PinetProjection.optimality`), by the driver's
+    adjoint (`jaxsolve.core.adjoint.implicit_solution`), lane by lane."""
     q = jax.vmap(factors.offset)(jax.lax.stop_gradient(b))
     zeros = jnp.zeros_like(out.s)
     state = State(out.x, out.steps, out.error, out.status, out.s, q, zeros, zeros, out.act)
@@ -363,7 +365,7 @@ def _implicit(out: _Out, y, b, lo, hi, factors, solver: PinetProjection) -> jax.
 
 @partial(jax.jit, static_argnums=(0, 1))
 def _compute(cfg: _Config, batch: tuple, leaves: dict, factors, solver: PinetProjection, tol):
-    """The traced part of :func:`project`, compiled once per configuration and shapes
+    """The traced part of `project`, compiled once per configuration and shapes
     (so eager calls with the same shapes reuse it; inside a user's ``jit`` it is inlined)."""
     size = int(np.prod(batch)) if batch else 1
     if cfg.dr_tol is not None:
@@ -407,7 +409,7 @@ def _compute(cfg: _Config, batch: tuple, leaves: dict, factors, solver: PinetPro
 
 
 def projection_args(y, polytope: Polytope) -> ProjectionArgs:
-    """``ProjectionArgs`` of one projection (unbatched data) for :func:`pinet_projection`."""
+    """``ProjectionArgs`` of one projection (unbatched data) for `pinet_projection`."""
     y = jnp.asarray(y)
     if polytope.factors is None:
         polytope = polytope.factorize()
@@ -449,10 +451,12 @@ def project(
     refine: bool | None = None,
     return_info: bool = False,
 ) -> jax.Array | tuple[jax.Array, ProjectionInfo]:
-    r"""Euclidean projection of ``y`` onto a :class:`Polytope`, batched, implicitly differentiable.
+    r"""Euclidean projection of ``y`` onto a `Polytope`, batched, implicitly differentiable.
 
-    .. math:: x = \operatorname*{argmin}_x \tfrac12\|x - y\|^2 \ \text{ s.t. }\
-       Ax = b,\ l \le Cx \le u,\ lb \le x \le ub
+    $$
+    x = \operatorname*{argmin}_x \tfrac12\|x - y\|^2 \ \text{ s.t. }\
+    Ax = b,\ l \le Cx \le u,\ lb \le x \le ub
+    $$
 
     by Pinet's Douglas-Rachford iteration on the lifted, Ruiz-equilibrated problem
     (Grontas, Terpin et al., arXiv 2508.10480), run on the whole batch until, for each
@@ -474,9 +478,9 @@ def project(
         y: points to project, ``(..., n)``, floating.
         polytope: the constraint set (its data may be batched).
         steps: maximal number of Douglas-Rachford steps (static).
-        tol: tolerance on the residual (default :func:`default_project_tol`).
+        tol: tolerance on the residual (default `default_project_tol`).
         warm: governing sequence from an earlier call (``info.s``) to start from.
-        sigma: Douglas-Rachford step (twice Pinet's); default :func:`auto_sigma`.
+        sigma: Douglas-Rachford step (twice Pinet's); default `auto_sigma`.
         omega: relaxation in (0, 2).
         backward: ``"kkt"`` (default: one CG solve of the active-set KKT system),
             ``"bicgstab"``, ``"gmres"``, ``"fixed_point"`` (Pinet's linear system of the
@@ -490,12 +494,12 @@ def project(
             with ``backward="kkt"``, off with the Douglas-Rachford backward solvers,
             which linearize the map at its fixed point (a polished lane stops before it).
         refine: end with one feasibility correction onto the affine set of the active
-            rows (:func:`jaxsolve.layers.active.refine`; static). Default: on below
+            rows (`jaxsolve.layers.active.refine`; static). Default: on below
             float64 when polishing, off in float64. Its residuals are computed with an
-            error-free split (:func:`jaxsolve.layers.active.accurate_residual`): on DC3
+            error-free split (`jaxsolve.layers.active.accurate_residual`): on DC3
             1000/500/500 in float32 the violation drops from 5.8e-5 to 3.4e-6, that of
             the exact projection rounded to float32 (3.5e-6).
-        return_info: also return a :class:`ProjectionInfo`.
+        return_info: also return a `ProjectionInfo`.
 
     Returns:
         The projections ``x`` (broadcast batch shape + ``(n,)``), or ``(x, info)``.

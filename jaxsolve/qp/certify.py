@@ -1,35 +1,38 @@
 r"""Evidence of infeasibility for FlexQP: a Farkas-type exclusion radius.
 
-FlexQP ends an infeasible QP at its largest elastic weight :math:`\mu` with rows still
+FlexQP ends an infeasible QP at its largest elastic weight $\mu$ with rows still
 violated. The same happens on a *feasible* QP whose optimal multipliers exceed
-:math:`\mu` (Maros-Meszaros QPCBOEI2: multipliers 1.3e8 against the cap 1.1e6): the
+$\mu$ (Maros-Meszaros QPCBOEI2: multipliers 1.3e8 against the cap 1.1e6): the
 exact-penalty theorem (Oshin et al., 2025, Thm 3.1) then no longer applies and the
 relaxed solution violates rows although the constraints can be met. So a converged
-run with violated rows is only a *suspicion*; :func:`exclusion_radius` turns the
+run with violated rows is only a *suspicion*; `exclusion_radius` turns the
 relaxed solution into evidence.
 
-Derivation. Let :math:`V(z) = \sum_i \operatorname{dist}(z_i, [l_i, u_i])` and let
-:math:`w \in \partial V(z)` (componentwise: :math:`w_i = 1` above the upper bound,
-:math:`-1` below the lower one, in :math:`[0, 1]` / :math:`[-1, 0]` on it, 0 strictly
-inside). For any :math:`x'` with :math:`l \le A x' \le u`, :math:`V(A x') = 0`, and the
-subgradient inequality gives :math:`0 \ge V(z) + w^\top (A x' - z)`, i.e.
+Derivation. Let $V(z) = \sum_i \operatorname{dist}(z_i, [l_i, u_i])$ and let
+$w \in \partial V(z)$ (componentwise: $w_i = 1$ above the upper bound,
+$-1$ below the lower one, in $[0, 1]$ / $[-1, 0]$ on it, 0 strictly
+inside). For any $x'$ with $l \le A x' \le u$, $V(A x') = 0$, and the
+subgradient inequality gives $0 \ge V(z) + w^\top (A x' - z)$, i.e.
 
-.. math::
-    V(z) - w^\top (z - A x) \;\le\; -(A^\top w)^\top (x' - x)
-    \;\le\; \|A^\top w\|_1\, \|x' - x\|_\infty .
+$$
+V(z) - w^\top (z - A x) \;\le\; -(A^\top w)^\top (x' - x)
+\;\le\; \|A^\top w\|_1\, \|x' - x\|_\infty .
+$$
 
 So no point satisfying the constraints lies within
 
-.. math:: R = \frac{V(z) - w^\top (z - A x)}{\|A^\top w\|_1}
+$$
+R = \frac{V(z) - w^\top (z - A x)}{\|A^\top w\|_1}
+$$
 
-of :math:`x` (infinity norm): a Farkas certificate (:math:`A^\top w = 0`,
-:math:`u^\top w_+ - l^\top w_- < 0` proves infeasibility outright) made quantitative,
-so that it stays valid when :math:`A^\top w` is small but not zero. FlexQP's relaxed
-solution supplies it for free: its multipliers satisfy :math:`y \in \mu\,\partial V(z)`
-by construction (the prox update, and the polish), so :math:`w = y / \mu`, and
-:math:`A^\top w = -(P x + q) / \mu`. On a truly infeasible QP :math:`R` grows like
-:math:`\mu` (:math:`\approx 10^5 \max(1, \|x\|_\infty)` on the test problems at the
-default cap); on QPCBOEI2 it is :math:`10^{-3} \|x\|_\infty`: feasible points may lie
+of $x$ (infinity norm): a Farkas certificate ($A^\top w = 0$,
+$u^\top w_+ - l^\top w_- < 0$ proves infeasibility outright) made quantitative,
+so that it stays valid when $A^\top w$ is small but not zero. FlexQP's relaxed
+solution supplies it for free: its multipliers satisfy $y \in \mu\,\partial V(z)$
+by construction (the prox update, and the polish), so $w = y / \mu$, and
+$A^\top w = -(P x + q) / \mu$. On a truly infeasible QP $R$ grows like
+$\mu$ ($\approx 10^5 \max(1, \|x\|_\infty)$ on the test problems at the
+default cap); on QPCBOEI2 it is $10^{-3} \|x\|_\infty$: feasible points may lie
 right next to ``x``, the penalty is merely too small for the objective's gradient.
 
 Why not the relative Farkas test (``||A'w|| <= eps ||A|| ||w||`` and
@@ -37,7 +40,7 @@ Why not the relative Farkas test (``||A'w|| <= eps ||A|| ||w||`` and
 (``||A'w||_inf ~ 7 / mu ~ 6e-6``, ``u'w+ - l'w- ~ -f*/mu ~ -7``) although the QP is
 feasible: the certificate holds only within a radius, and that radius (here
 ``~1``) is far smaller than the solution (``||x||_inf ~ 660``). The relative test
-compares the wrong scales; :math:`R` compares distances in the units of ``x``.
+compares the wrong scales; $R$ compares distances in the units of ``x``.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """``make demo`` rows for the QP family: one QP, a vmapped batch, an infeasible QP, an MPC
-warm-start sequence (see :mod:`jaxsolve.demo`)."""
+warm-start sequence (see `jaxsolve.demo`)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ exactness theorem (Thm 3.1) are the paper's; the iteration below is the OSQP spl
 the l1 distance to the bounds, which is how the paper describes its update ("analogous
 to OSQP, soft thresholding in the relaxation block"). The exact residuals, penalty rules
 and polishing of the paper could not be read (research notes qp.md 1.4, GUESS); the
-choices here are derived from first principles and documented on :func:`flexqp`.
+choices here are derived from first principles and documented on `flexqp`.
 """
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ _MIN_SCALING, _MAX_SCALING = 1e-4, 1e4
 
 
 class WarmStart(NamedTuple):
-    """A starting point carrying duals and penalties (see :func:`warm_start_from`).
+    """A starting point carrying duals and penalties (see `warm_start_from`).
 
-    Pass it as ``x0`` to :func:`jaxsolve.solve` / ``solve_qp``. ``y`` and ``z`` are in
+    Pass it as ``x0`` to `jaxsolve.solve` / ``solve_qp``. ``y`` and ``z`` are in
     the user's units (OSQP sign convention), ``rho`` the scaled ADMM penalty and
     ``mu`` the elastic weight (user units) of a previous solve.
     """
@@ -69,7 +69,7 @@ class Scaled(NamedTuple):
 
 
 class FlexQPState(NamedTuple):
-    """State of :func:`flexqp` (user units unless the name ends in ``s``).
+    """State of `flexqp` (user units unless the name ends in ``s``).
 
     Attributes:
         x: primal iterate.
@@ -164,7 +164,7 @@ def _rho_vec(data: Scaled, rho):
 
 def _split_inverse(dtype) -> bool:
     """Whether an inverse factor is kept as ``L^-1`` (two matrix-vector products per
-    solve) rather than ``K^-1`` (one): in float32, see :func:`_factor`."""
+    solve) rather than ``K^-1`` (one): in float32, see `_factor`."""
     return dtype == jnp.float32
 
 
@@ -203,8 +203,10 @@ def _spd_inverse(K, halves=True):
     With ``K = [[A, B], [B', C]]``, ``W = A^-1 B`` and the Schur complement
     ``S = C - B'W`` (positive definite when ``K`` is),
 
-    .. math:: K^{-1} = \begin{pmatrix} A^{-1} + W S^{-1} W' & -W S^{-1} \\
-              -S^{-1} W' & S^{-1} \end{pmatrix},
+    $$
+    K^{-1} = \begin{pmatrix} A^{-1} + W S^{-1} W' & -W S^{-1} \\
+    -S^{-1} W' & S^{-1} \end{pmatrix},
+    $$
 
     the two half-size inverses recursively and four matrix products: block Cholesky
     done by products, which XLA:CPU runs batched far faster than per-lane LAPACK
@@ -243,7 +245,7 @@ def _factor(data: Scaled, rho, inverse=False):
     ``inverse``: an explicit inverse factor instead of the Cholesky factor:
     matrix-vector products per iteration instead of two triangular solves (much faster
     batched on CPU/GPU); ADMM tolerates it, polishing restores accuracy. float64 keeps
-    ``K^-1`` (:func:`_spd_inverse`), float32 ``L^-1`` (:func:`_tri_inverse`) and applies
+    ``K^-1`` (`_spd_inverse`), float32 ``L^-1`` (`_tri_inverse`) and applies
     ``K^-1 b = L^-T (L^-1 b)``: its residual ``||b - K x|| / (|K| |x|)`` stays at the
     Cholesky solve's ~1e-8, where ``K^-1`` rounded to float32 (even from float64) leaves
     ~eps cond(K) (equality rows weigh 1e3 rho: 4e-6 on an equality-constrained QP whose
@@ -261,7 +263,7 @@ def _factor(data: Scaled, rho, inverse=False):
 
 
 def _solve_kkt(L, rhs, inverse, lt=None):
-    """``K^-1 rhs`` from :func:`_factor`'s output (``lt``: ``L.T``, when the caller made
+    """``K^-1 rhs`` from `_factor`'s output (``lt``: ``L.T``, when the caller made
     it once outside a loop)."""
     if not inverse:
         return cho_solve((L, True), rhs)
@@ -407,7 +409,7 @@ def _unscale(d: Scaled, xs, zs, ys):
 
 def _psd(P):
     """Whether ``P`` is positive semidefinite up to rounding (Cholesky of ``P`` shifted by
-    ``sqrt(eps) (1 + max|P|)``, as :func:`jaxsolve.qp.problem.validate_qp` checks a
+    ``sqrt(eps) (1 + max|P|)``, as `jaxsolve.qp.problem.validate_qp` checks a
     concrete ``P``): under tracing an indefinite ``P`` stops the run at once with
     ``BREAKDOWN`` (FlexQP is a convex method; its stationary point is no minimum)."""
     P = jax.lax.stop_gradient(P)
@@ -726,7 +728,7 @@ def _polish(
     The regularized KKT system is reduced to ``(P + dI + A_a'A_a/d) x = ...`` and
     used for iterative refinement of the exact KKT system, started at the ADMM point.
     Each further pass (``passes > 1``) re-classifies every row from the polished point
-    (:func:`_reclassify`: ``z = A x`` and the unclipped active multipliers; a
+    (`_reclassify`: ``z = A x`` and the unclipped active multipliers; a
     primal-dual active-set step, Hintermueller, Ito & Kunisch 2002): a row that the ADMM
     iterate put on the wrong side of its bound is corrected, and so is a row it wrongly
     read as violated or as satisfied (an active row whose multiplier exceeds the elastic
@@ -821,9 +823,9 @@ def _residuals_now(solver: FlexQP, state: FlexQPState):
 
 
 def _polish_state(solver: FlexQP, state: FlexQPState, qp: QP) -> FlexQPState:
-    """The in-loop polish of :func:`_step` applied to a state on its own.
+    """The in-loop polish of `_step` applied to a state on its own.
 
-    Used by lockstep batches (:mod:`jaxsolve.qp.lockstep`) on the lanes whose error
+    Used by lockstep batches (`jaxsolve.qp.lockstep`) on the lanes whose error
     first falls below a threshold: the polished point replaces the iterate only when
     it is an order of magnitude better and below ``1e-3`` (the rule of the in-loop
     polish), so a lane whose active set is already right ends there, and the others
@@ -838,12 +840,12 @@ def _polish_state(solver: FlexQP, state: FlexQPState, qp: QP) -> FlexQPState:
 
 
 def _final_polish(solver: FlexQP, state: FlexQPState, qp: QP, converged) -> FlexQPState:
-    """The polish of :func:`_finalize` alone: the state with the polished iterates.
+    """The polish of `_finalize` alone: the state with the polished iterates.
 
-    :func:`_finalize` with ``polish`` is this followed by :func:`_finalize` without it
+    `_finalize` with ``polish`` is this followed by `_finalize` without it
     (the residuals at the kept point are recomputed there). Lockstep batches use it
     on the lanes that still need it: a lane that ended at an in-round polish
-    (:func:`_polish_state`) is not polished twice.
+    (`_polish_state`) is not polished twice.
     """
     hp, pending_on, res = _residuals_now(solver, state)
     d, xs, zs, ys = state.data, state.xs, state.zs, state.ys
@@ -903,9 +905,10 @@ def _finalize(solver: FlexQP, state: FlexQPState, qp: QP, converged) -> FlexQPSt
 def kkt_residual(xy, qp: QP, mu):
     r"""KKT map of the elastic QP whose zero is the solution ``(x, y)``.
 
-    .. math::
-        F(x, y) = \begin{pmatrix} P x + q + A^\top y \\
-        A x - \operatorname{prox}_{\mu\,\mathrm{dist}(\cdot, [l, u])}(A x + y) \end{pmatrix}
+    $$
+    F(x, y) = \begin{pmatrix} P x + q + A^\top y \\
+    A x - \operatorname{prox}_{\mu\,\mathrm{dist}(\cdot, [l, u])}(A x + y) \end{pmatrix}
+    $$
 
     The second block is the usual ``A x - proj_[l,u](A x + y)`` on rows whose
     multiplier is below ``mu`` and ``mu - |y|`` (fixed multiplier) on violated rows, so
@@ -931,7 +934,7 @@ def kkt_lstsq(matvec, b):
 
 
 class _Hyper(NamedTuple):
-    """FlexQP's numeric hyperparameters in one dtype (:meth:`FlexQP.hyper`)."""
+    """FlexQP's numeric hyperparameters in one dtype (`FlexQP.hyper`)."""
 
     rho: Any
     sigma: Any
@@ -945,18 +948,18 @@ class _Hyper(NamedTuple):
 
 
 class FlexQP(AbstractSolver):
-    """FlexQP (see :func:`flexqp`, which builds it and documents every field).
+    """FlexQP (see `flexqp`, which builds it and documents every field).
 
     Numeric hyperparameters (``rho`` ... ``polish_accept``) are traced fields: a sweep
     over them reuses one compilation. The iteration's structure is static.
 
     Run-time options (``step(state, args, options=...)``, the driver's ``options``
-    channel) are used by lockstep batches (:mod:`jaxsolve.qp.lockstep`) only:
+    channel) are used by lockstep batches (`jaxsolve.qp.lockstep`) only:
     ``lanes`` (the ``vmap`` axis name: lane-uniform ``lax.cond`` branches, taken when
     any running lane needs them), ``active`` (bool: this lane still runs) and
     ``defer_refactor`` (leave the factor as it is after a rho change and report the
     new rho in ``Info.rho`` with ``Info.rho_changed``: the batch refactors only those
-    lanes, :meth:`refactor`).
+    lanes, `refactor`).
     """
 
     rho: Any = 0.1
@@ -1015,10 +1018,10 @@ class FlexQP(AbstractSolver):
         return z, lambda z: state._replace(x=z[:n], y=z[n:])
 
     def optimality(self, z, args: QP, state: FlexQPState):
-        r"""The KKT map of the elastic QP (:func:`kkt_residual`) at the final elastic
+        r"""The KKT map of the elastic QP (`kkt_residual`) at the final elastic
         weight ``state.mu``: zero at the solution; its Jacobian is the active-set KKT
         matrix of the relaxed problem (violated rows enter with their fixed multiplier
-        ``+-mu``), solved by least squares (:func:`kkt_lstsq`)."""
+        ``+-mu``), solved by least squares (`kkt_lstsq`)."""
         n = state.x.shape[-1]
         rx, ry = kkt_residual((z[:n], z[n:]), args, state.mu)
         return jnp.concatenate([rx, ry])
@@ -1030,7 +1033,7 @@ class FlexQP(AbstractSolver):
         return _polish_state(self, state, args)
 
     def final_polish(self, state: FlexQPState, args: QP, converged) -> FlexQPState:
-        """The polish of :meth:`finalize` alone (``finalize`` = this, then ``finalize``
+        """The polish of `finalize` alone (``finalize`` = this, then ``finalize``
         with ``polish=False``)."""
         return _final_polish(self, state, args, converged)
 
@@ -1066,25 +1069,28 @@ def flexqp(
 
     For ``QP(P, q, A, l, u)`` it solves the always-feasible relaxation
 
-    .. math:: \min_x\ \tfrac12 x^\top P x + q^\top x + \mu \sum_i \operatorname{dist}(a_i^\top x, [l_i, u_i]).
+    $$
+    \min_x\ \tfrac12 x^\top P x + q^\top x + \mu \sum_i \operatorname{dist}(a_i^\top x, [l_i, u_i]).
+    $$
 
-    Exactness (paper, Thm 3.1): if the QP is feasible and :math:`\mu > \|y^\star\|_\infty`
+    Exactness (paper, Thm 3.1): if the QP is feasible and $\mu > \|y^\star\|_\infty$
     (its optimal multipliers), the relaxation has the same solution. If the QP is
-    infeasible, large enough :math:`\mu` gives the point of least l1 violation (an exact
+    infeasible, large enough $\mu$ gives the point of least l1 violation (an exact
     penalty of the polyhedral violation) with few violated rows.
 
     Iteration (OSQP splitting, Stellato et al. 2020, with the projection onto
-    :math:`[l, u]` replaced by the prox of :math:`\mu\,\mathrm{dist}`), in the
+    $[l, u]$ replaced by the prox of $\mu\,\mathrm{dist}$), in the
     Ruiz-equilibrated problem:
 
-    .. math::
-        (P + \sigma I + A^\top R A)\,\tilde x = \sigma x^k - q + A^\top(R z^k - y^k),\quad
-        \hat z = \alpha A\tilde x + (1-\alpha) z^k,\quad x^{k+1} = \alpha\tilde x + (1-\alpha)x^k,
+    $$
+    (P + \sigma I + A^\top R A)\,\tilde x = \sigma x^k - q + A^\top(R z^k - y^k),\quad
+    \hat z = \alpha A\tilde x + (1-\alpha) z^k,\quad x^{k+1} = \alpha\tilde x + (1-\alpha)x^k,
 
-        v = \hat z + R^{-1} y^k,\quad z^{k+1} = \operatorname{prox}_{\mu R^{-1}\mathrm{dist}}(v),
-        \quad y^{k+1} = R (v - z^{k+1}),
+    v = \hat z + R^{-1} y^k,\quad z^{k+1} = \operatorname{prox}_{\mu R^{-1}\mathrm{dist}}(v),
+    \quad y^{k+1} = R (v - z^{k+1}),
+    $$
 
-    so :math:`|y_i| \le \mu_i` always: the elastic weight clips the dual box, as in
+    so $|y_i| \le \mu_i$ always: the elastic weight clips the dual box, as in
     the paper's soft-thresholding block. ``R = diag(rho)`` (equality rows ``1e3 rho``).
 
     Choices (GUESS where the paper's details were unreadable, derived here):
@@ -1106,7 +1112,7 @@ def flexqp(
       apply; Maros-Meszaros QPCBOEI2). ``finalize`` computes, from the relaxed solution
       and ``w = y / mu`` (a subgradient of the l1 violation ``V`` at ``z``), the radius
       ``R = (V(z) - w'(z - A x)) / ||A'w||_1`` within which no point meets the
-      constraints (:func:`jaxsolve.qp.certify.exclusion_radius`), and declares
+      constraints (`jaxsolve.qp.certify.exclusion_radius`), and declares
       ``INFEASIBLE`` only if ``R >= 10 max(1, ||x||_inf)``. Otherwise the run ends
       ``MAX_STEPS`` with the relative violation in its ``error``: the QP may be
       feasible with multipliers above ``mu_max``; raise ``mu_max`` (an infeasible QP's
@@ -1141,11 +1147,11 @@ def flexqp(
             applies ``L^-T (L^-1 b)``: two products, with the backward accuracy of the
             Cholesky solve, where the rounded ``K^-1`` loses ``eps cond(K)``.
         polish_accept: an in-loop polished point whose error is at most this is kept
-            even when it is not 10x better than the ADMM point (:func:`solve_qp` sets
+            even when it is not 10x better than the ADMM point (`solve_qp` sets
             it to ``tol``: the point then ends the run; 0: only the 10x rule).
 
     Returns:
-        The solver: ``args`` is a :class:`~jaxsolve.qp.QP`, ``x0`` an ``(n,)`` array or a :class:`WarmStart`.
+        The solver: ``args`` is a `QP`, ``x0`` an ``(n,)`` array or a `WarmStart`.
     """
     for name, v in (
         ("rho", rho),

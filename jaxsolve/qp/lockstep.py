@@ -32,11 +32,11 @@ cache. A batch of ``B`` QPs of one shape runs as:
 4. ``finalize``: its polish runs, gathered, on the converged lanes that did not end at
    a polish of step 2, then ``finalize`` without polish (status) chunk by chunk.
 
-The generic parts are the core's (:mod:`jaxsolve.core.batch`: the rounds of chunked
+The generic parts are the core's (`jaxsolve.core.batch`: the rounds of chunked
 lockstep with frozen lanes and re-chunking, ``lockstep_rounds``; the gathered work
 between rounds, ``apply_gathered``; the single-lane tail, ``run_tail``; the chunked
 finalize); what is FlexQP's comes
-from the solver's hooks (:class:`~jaxsolve.qp.flexqp.FlexQP`: ``polish_step``,
+from the solver's hooks (`FlexQP`: ``polish_step``,
 ``final_polish``, ``refactor`` and the step's run-time options).
 
 Each lane follows its own FlexQP iteration (its own rho, elastic weight and checks)
@@ -85,7 +85,7 @@ class _Pool(NamedTuple):
 
 def _steps(solver: FlexQP, defer_refactor: bool = False):
     """The solver's step vmapped over a chunk in lockstep (lane-uniform branches), by
-    the step's run-time options (:class:`~jaxsolve.qp.flexqp.FlexQP`)."""
+    the step's run-time options (`FlexQP`)."""
 
     def lane_step(state, args, active):
         options = {"lanes": _LANES, "active": active, "defer_refactor": defer_refactor}
@@ -147,14 +147,14 @@ def solve_lockstep(
     polishes the converged lanes not yet polished and decides every status.
 
     Args:
-        solver: a :func:`~jaxsolve.qp.flexqp` solver (its ``step`` takes ``lanes``,
+        solver: a `flexqp` solver (its ``step`` takes ``lanes``,
             ``active`` and ``defer_refactor``).
         tail_solver: the solver for the last ``tail`` lanes (same hyperparameters, may
             differ in static options such as ``polish_every``); ``max_steps`` counts its
             steps (a step of ``solver`` counts as ``check_every`` of ``solver`` over
             that of ``tail_solver``).
-        x0: batched starting points (arrays or a batched :class:`~jaxsolve.qp.WarmStart`).
-        qp: a batched :class:`~jaxsolve.qp.QP`.
+        x0: batched starting points (arrays or a batched `WarmStart`).
+        qp: a batched `QP`.
         tol: tolerance on FlexQP's error.
         max_steps: step budget per lane.
         chunk: lanes stepped together (the batch is padded to a multiple of it).
@@ -176,7 +176,7 @@ def solve_lockstep(
             noise (0.142-0.147 s).
 
     Returns:
-        A batched :class:`~jaxsolve.Solution` with a status per lane. Between polishes
+        A batched `Solution` with a status per lane. Between polishes
         a lane takes the steps of its single solve with ``solver`` (same predicates;
         arithmetic equal up to rounding: the batched ADMM block multiplies by ``1/rho``
         where the single-QP one divides) until it ends, or until it is one of the last

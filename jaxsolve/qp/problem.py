@@ -1,7 +1,7 @@
 r"""The QP problem type: ``min 1/2 x'Px + q'x  s.t.  l <= A x <= u``.
 
 Equalities are rows with ``l = u``; absent bounds are ``-inf``/``+inf``. A batch of
-problems is a :class:`QP` whose leaves carry a leading batch axis (``jax.vmap`` it).
+problems is a `QP` whose leaves carry a leading batch axis (``jax.vmap`` it).
 """
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ __all__ = ["QP", "validate_qp"]
 class QP(NamedTuple):
     r"""A convex quadratic program in OSQP form (a pytree of dense arrays).
 
-    .. math:: \min_x\ \tfrac12 x^\top P x + q^\top x \quad\text{s.t.}\quad l \le A x \le u
+    $$
+    \min_x\ \tfrac12 x^\top P x + q^\top x \quad\text{s.t.}\quad l \le A x \le u
+    $$
 
     Attributes:
         P: ``(n, n)`` symmetric positive semidefinite matrix (zeros for an LP).

@@ -3,7 +3,7 @@ r"""QP problem generators (OSQP benchmark classes) and the Maros-Meszaros loader
 The classes follow the OSQP benchmark suite (Stellato et al., "OSQP: an operator
 splitting solver for quadratic programs", 2020, Appendix; ``osqp_benchmarks``
 ``problem_classes``), the suite FlexQP is evaluated on (Oshin et al., 2025). Each
-generator takes a ``jax.random`` key and returns a dense :class:`~jaxsolve.qp.QP`
+generator takes a ``jax.random`` key and returns a dense `QP`
 (``sparse(r, c, d)`` below = Gaussian entries kept with probability ``d``).
 Generators are pure functions of the key, so ``jax.vmap`` over keys gives a batch.
 """
@@ -64,7 +64,7 @@ def random_qp(key, n: int, m: int | None = None, *, dtype=jnp.float64, density: 
 
 
 def eq_qp(key, n: int, m: int | None = None, *, dtype=jnp.float64, density: float = 0.15) -> QP:
-    r"""Equality-constrained QP: random ``P, q`` as :func:`random_qp`, ``A = sparse(m, n)``,
+    r"""Equality-constrained QP: random ``P, q`` as `random_qp`, ``A = sparse(m, n)``,
     ``l = u = A x_sol`` with ``x_sol ~ N`` and ``m = n // 2``."""
     m = n // 2 if m is None else m
     kM, kq, kA, kx = jax.random.split(key, 4)
@@ -264,7 +264,7 @@ def mpc(key, nx: int, nu: int | None = None, T: int = 10, *, x0=None, dtype=jnp.
 def infeasible_qp(
     key, n: int, m: int | None = None, *, k: int = 2, gap: float = 1.0, dtype=jnp.float64
 ) -> QP:
-    r"""An infeasible variant of :func:`random_qp` with a unique least-l1-violation set.
+    r"""An infeasible variant of `random_qp` with a unique least-l1-violation set.
 
     ``k`` rows ``a_i'x <= u_i`` of a feasible random QP get a conflicting copy
     ``2 a_i'x >= 2 (u_i + gap)``. Meeting the copy costs ``2 gap`` of violation per
@@ -369,11 +369,11 @@ def load_maros_meszaros(name_or_path: str | os.PathLike, *, dtype=jnp.float64) -
 def shift_mpc_warm_start(previous, qp: QP, nx: int, nu: int, T: int):
     r"""The standard MPC warm start: the previous solution shifted by one time step.
 
-    ``previous`` is a :class:`~jaxsolve.Solution` of :func:`mpc` (same ``nx, nu, T``);
+    ``previous`` is a `Solution` of `mpc` (same ``nx, nu, T``);
     ``qp`` the next problem. States ``(x_1..x_T, x_T)``, inputs ``(u_1..u_{T-1},
     u_{T-1})`` and the multipliers of the dynamics and bound rows are shifted the same
     way; the relaxed copy is ``clip(A x, l, u)`` of the new problem.
-    Returns a :class:`~jaxsolve.qp.WarmStart` for ``solve_qp(qp, x0=...)``.
+    Returns a `WarmStart` for ``solve_qp(qp, x0=...)``.
     """
     from jaxsolve.qp.flexqp import WarmStart
 

@@ -1,6 +1,6 @@
-r"""``solve_qp``: one call from a :class:`QP` to a :class:`~jaxsolve.Solution`.
+r"""``solve_qp``: one call from a `QP` to a `Solution`.
 
-Adds to :func:`jaxsolve.solve` with :func:`~jaxsolve.qp.flexqp`: validation before
+Adds to `jaxsolve.solve` with `flexqp`: validation before
 tracing, batches (a QP with a leading batch axis is vmapped), warm starts from a
 previous solution, and implicit derivatives of ``x`` (and ``y``) with respect to
 ``P, q, A, l, u`` through the KKT conditions at the solution.
@@ -47,7 +47,7 @@ __all__ = ["solve_qp", "kkt_residual", "warm_start_from"]  # kkt_residual: from 
 
 
 def warm_start_from(previous) -> WarmStart:
-    """A :class:`WarmStart` from a previous :class:`~jaxsolve.Solution` or ``FlexQPState``."""
+    """A `WarmStart` from a previous `Solution` or ``FlexQPState``."""
     state = previous.state if isinstance(previous, Solution) else previous
     if not isinstance(state, FlexQPState):
         raise TypeError(
@@ -131,7 +131,7 @@ def _vmappable_single(solver, x0, qp, tol, max_steps, implicit, batch_kw, histor
     answers at ``tol``. With ``history=True`` (or per-lane tolerances) the lanes run one
     after another (``lax.map``) instead. Implicit derivatives stay exact: the solve
     runs on constant inputs and the driver's implicit rule
-    (:func:`jaxsolve.core.adjoint.implicit_solution`, :meth:`FlexQP.optimality`)
+    (`jaxsolve.core.adjoint.implicit_solution`, `FlexQP.optimality`)
     differentiates the KKT conditions at its end, outside the ``custom_vmap``.
     """
     tol_a = jnp.asarray(tol, qp.q.dtype)
@@ -194,15 +194,15 @@ def solve_qp(
 ) -> Solution:
     r"""Solve ``min 1/2 x'Px + q'x  s.t.  l <= A x <= u`` with FlexQP.
 
-    Returns a :class:`~jaxsolve.Solution`: ``sol.x`` the primal solution,
+    Returns a `Solution`: ``sol.x`` the primal solution,
     ``sol.state.y`` the multipliers of the rows of ``A`` (OSQP sign convention: ``Px + q +
     A'y = 0``, ``y > 0`` at an active upper bound), ``sol.state.viol`` the per-row
     violation, ``sol.status`` ``SUCCESS`` / ``INFEASIBLE`` (``x`` then minimizes the l1
     violation, few rows violated) / ``UNBOUNDED`` / ``MAX_STEPS`` / ``NONFINITE``.
 
     Args:
-        qp: a :class:`QP`; leaves with a leading batch axis solve a batch (``vmap``).
-        x0: initial primal point (default zeros), or a :class:`WarmStart`.
+        qp: a `QP`; leaves with a leading batch axis solve a batch (``vmap``).
+        x0: initial primal point (default zeros), or a `WarmStart`.
         tol: tolerance on FlexQP's relative KKT error (default by dtype: 1e-8 in
             float64, 1e-4 in float32).
         max_steps: step budget; one step is ``check_every`` (default 10) ADMM iterations.
@@ -213,15 +213,15 @@ def solve_qp(
         implicit: with ``loop="while"``, attach implicit derivatives (the KKT system of the
             relaxed problem at the solution, solved densely by least squares); the
             derivative with respect to ``x0`` is zero.
-        throw: raise :class:`~jaxsolve.SolverError` on a failure status.
+        throw: raise `SolverError` on a failure status.
         history: record the per-step error.
         compact: for a batch given as concrete arrays (not under ``jit``/``grad``),
             solved with ``loop="while"`` and no history: run it through
-            :func:`jaxsolve.solve_batch` with ``compact=compact`` so the few slow
+            `jaxsolve.solve_batch` with ``compact=compact`` so the few slow
             problems of a batch stop costing the whole batch's work after
             ``compact`` steps (same answers lane for lane; the batch's compile time
             grows by the few smaller widths). ``None`` keeps one vmapped call.
-        batch: how a batch runs: ``"lockstep"`` (:func:`jaxsolve.qp.lockstep.solve_lockstep`:
+        batch: how a batch runs: ``"lockstep"`` (`jaxsolve.qp.lockstep.solve_lockstep`:
             chunks of lanes stepped together with lane-uniform refactor branches, the
             running lanes re-chunked between rounds, the last few finished one at a
             time), ``"vmap"`` (one vmapped loop: the GPU/TPU way), ``"map"``
@@ -238,7 +238,7 @@ def solve_qp(
             error first falls below 1e-3 or at its polish checkpoints, and their step is ``check_every`` = 20 ADMM
             iterations with rho moved at any check, unless ``check_every`` or
             ``rho_every`` is given); all work under ``jit``, ``vmap`` and ``grad``.
-        **hyper: hyperparameters of :func:`~jaxsolve.qp.flexqp`; ``polish_every``
+        **hyper: hyperparameters of `flexqp`; ``polish_every``
             defaults to 5 for a single QP and 1 for a batch (``polish_passes`` 1 and
             ``polish_fine`` 0 there; a lockstep batch's last lanes, run one at a time,
             keep 5), ``rho_every`` to 1, ``rho`` to 0.1 for a single
@@ -247,16 +247,16 @@ def solve_qp(
             problem classes), ``scaling_iters`` to 5 for a batch (``_BATCH_SCALING``;
             10 for a single QP), ``polish_accept`` to ``tol``, ``kkt_inverse`` to True for
             a batch (float32 keeps ``L^-1`` and applies it twice, float64 keeps
-            ``K^-1``: see :func:`~jaxsolve.qp.flexqp`).
+            ``K^-1``: see `flexqp`).
 
-    Implicit differentiation: with ``F`` from :func:`kkt_residual`,
-    :math:`\partial_{(x,y)} F\, (\dot x, \dot y) = -\partial_\theta F\, \dot\theta`
+    Implicit differentiation: with ``F`` from `kkt_residual`,
+    $\partial_{(x,y)} F\, (\dot x, \dot y) = -\partial_\theta F\, \dot\theta$
     (Amos & Kolter, OptNet 2017; here on the elastic relaxation, so violated rows enter
     with their fixed multiplier ``+-mu``). Both ``jax.grad`` and ``jax.jvp`` work. It is
-    the driver's adjoint (:mod:`jaxsolve.core.adjoint`): :meth:`FlexQP.optimality
+    the driver's adjoint (`jaxsolve.core.adjoint`): `FlexQP.optimality
     <jaxsolve.qp.flexqp.FlexQP.optimality>` is the condition, ``kkt_lstsq`` its linear
     solver, and the batch engines attach it with
-    :func:`~jaxsolve.core.adjoint.implicit_solution`.
+    `implicit_solution`.
     """
     validate_qp(qp)
     user_hyper = dict(hyper)
