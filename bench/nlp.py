@@ -162,15 +162,17 @@ def main(argv=None):
     ci, ji = jax.jit(prob.ineq), jax.jit(jax.jacfwd(prob.ineq))
     times, ok, iters = [], 0, []
     bounds = list(zip(prob.lb, prob.ub, strict=True))
-    for z0, d in zip(starts, scen, strict=True):
+
+    def slsqp(z0, d):
         cons = [
             dict(type="eq", fun=lambda z: np.asarray(ce(z, d)), jac=lambda z: np.asarray(je(z, d))),
             dict(
-                type="ineq", fun=lambda z: -np.asarray(ci(z, d)), jac=lambda z: -np.asarray(ji(z, d))
+                type="ineq",
+                fun=lambda z: -np.asarray(ci(z, d)),
+                jac=lambda z: -np.asarray(ji(z, d)),
             ),
         ]
-        t0 = time.perf_counter()
-        r = minimize(
+        return minimize(
             lambda z: float(f(z, d)),
             np.asarray(z0),
             jac=lambda z: np.asarray(g(z, d)),
@@ -179,6 +181,10 @@ def main(argv=None):
             bounds=bounds,
             options=dict(ftol=1e-10, maxiter=500),
         )
+
+    for z0, d in zip(starts, scen, strict=True):
+        t0 = time.perf_counter()
+        r = slsqp(z0, d)
         times.append(time.perf_counter() - t0)
         ok += bool(r.success) and _quality(prob, r.x, d) <= TOL
         iters.append(r.nit)
