@@ -287,7 +287,8 @@ def bench_ratio_cut(n_sub, full, rows, *, ds_full_steps=60, rim_steps=100):
                 lab, f, sol = rc.state.labels, rc.x, rc.state.relaxation
                 t1, c1 = time.perf_counter() - t0, float("nan")
             else:
-                (lab, f, sol), c1, t1 = _best_of(ratio_cut, reps, w, 10, **kw)
+                rc, c1, t1 = _best_of(ratio_cut, reps, w, 10, **kw)
+                lab, f, sol = rc.state.labels, rc.x, rc.state.relaxation
             cost = float(ratio_cut_cost(f, wn))
             kkt = float(sol.error)
             res[(n, man, init)] = (cost, t1)

@@ -223,7 +223,9 @@ def run_size(n, n_eq, n_ineq, batch, repeat, peer):
                 w * project(y, P.update(b=x), tol=tol, steps=5000, **kw)
             )
         ),
-        static_argnames=("backward", "backward_steps", "polish"),
+        # backward_tol is static: the Douglas-Rachford backward keeps it in its (static)
+        # linear-solver settings since the move onto the driver's adjoint
+        static_argnames=("backward", "backward_steps", "polish", "backward_tol"),
     )
     g, t_fb, c_fb = _timed(grad, Yj, Xj, Wj, poly, tol, repeat=repeat)
     # the backward alone: the VJP function of one forward, applied (residuals precomputed)
