@@ -259,6 +259,7 @@ def test_eigh_small_jacobi_accuracy(p):
     assert np.max(np.abs(np.sort(e, axis=1) - ref).max(axis=1) / scale) <= 1e-14
 
 
+@pytest.mark.slow  # 10 s: an internal consistency check of the structured Hessian
 def test_written_out_second_derivatives_match_autodiff(small_problem):
     """The border products and the step's quadratic form (written out for speed) equal
     forward-over-reverse autodiff of ``barrier_cost`` at a feasible point."""

@@ -112,6 +112,7 @@ def fitted(bench):
     return ev.sparse_eval(bench.Y, 12, jax.random.key(1), **SMALL)
 
 
+@pytest.mark.slow  # 14 s plus its fitted fixture (~10 s): an accuracy check of the full pipeline
 def test_sparse_eval_estimates_accuracies_with_calibrated_intervals(bench, fitted):
     r = fitted
     tr, va, te = r.split

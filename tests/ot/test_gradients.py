@@ -150,6 +150,7 @@ def test_w2_envelope_gradient_matches_exact_fd(dens1d):
     assert _rel(gb, fd_b) <= 1e-2, _rel(gb, fd_b)
 
 
+@pytest.mark.slow  # 10 s; the implicit-gradient FD check of the barycenter stays in make test
 def test_barycenter_functional_envelope_gradients_match_exact_fd(dens1d):
     """dF/dalpha_i = W2^2(mu_i, bary), dF/dmu_i = 2 alpha_i f_i^c vs FD of the exact 1D
     F(alpha, mu) = sum_i alpha_i |Q_i - sum_j alpha_j Q_j|^2."""
