@@ -179,17 +179,18 @@ class SQP(AbstractSolver):
         return f, jnp.reshape(ce, (-1,)), jnp.reshape(ci, (-1,))
 
     def _evaluate(self, x, args) -> _Eval:
-        f, g = jax.value_and_grad(lambda z: self._values(z, args)[0])(x)
-        cons = lambda z: jnp.concatenate(self._values(z, args)[1:])
-        _, ce, ci = self._values(x, args)
-        m = ce.shape[0] + ci.shape[0]
-        if m:
-            # reverse mode when there are fewer constraints than variables
-            jac = (jax.jacrev if m < x.shape[0] else jax.jacfwd)(cons)(x)
-        else:
-            jac = jnp.zeros((0, x.shape[0]), x.dtype)
+        """Values, gradient and Jacobians at ``x`` from one evaluation of the functions."""
+
+        def stacked(z):
+            f, ce, ci = self._values(z, args)
+            return jnp.concatenate([f[None], ce, ci]), (f, ce, ci)
+
+        rows = jax.eval_shape(lambda z: stacked(z)[0], x).shape[0]
+        # reverse mode when there are fewer outputs than variables
+        jac_fn = jax.jacrev if rows < x.shape[0] else jax.jacfwd
+        jac, (f, ce, ci) = jac_fn(stacked, has_aux=True)(x)
         me = ce.shape[0]
-        return _Eval(f, g, ce, ci, jac[:me], jac[me:])
+        return _Eval(f, jac[0], ce, ci, jac[1 : 1 + me], jac[1 + me :])
 
     def _bounds(self, x):
         """``(lb, ub)`` as ``(n,)`` arrays in ``x``'s dtype, or ``None`` without bounds."""
