@@ -205,13 +205,22 @@ def positive_retract(u, rel, t, radius, sweeps: int = 30):
     return factor_lift(s[:, None] * ut, radius)
 
 
+def nearest_center(points, centers):
+    """Index of the nearest centre (squared Euclidean) for each row of ``points``."""
+    d = (
+        jnp.sum(points * points, 1)[:, None]
+        - 2.0 * points @ centers.T
+        + jnp.sum(centers * centers, 1)[None, :]
+    )
+    return jnp.argmin(d, axis=1).astype(jnp.int32)
+
+
 def lloyd(points, centers, steps: int):
     """``steps`` Lloyd iterations from ``centers`` (an empty cluster keeps its center)."""
     k = centers.shape[0]
 
     def assign(c):
-        d = jnp.sum(points * points, 1)[:, None] - 2.0 * points @ c.T + jnp.sum(c * c, 1)[None, :]
-        return jnp.argmin(d, axis=1)
+        return nearest_center(points, c)
 
     def body(c, _):
         lab = assign(c)

@@ -16,6 +16,7 @@ from jaxsolve.cluster._problem import (
     inertia,
     lift,
     lloyd,
+    nearest_center,
     prepare_data,
     round_candidates,
 )
@@ -48,13 +49,32 @@ class KMeansState(NamedTuple):
     inertia: Any
     relaxation: Any
 
+    @property
+    def centers(self):
+        """The centres ``(K, d)`` (the same array as ``x``)."""
+        return self.x
+
+    def predict(self, X: Any) -> jax.Array:
+        """Labels of new points ``X`` ``(m, d)``: the index of the nearest centre.
+
+        As scikit-learn's ``KMeans.predict``; ``X`` may be a NumPy array.
+        """
+        X = jnp.asarray(X)
+        check_floating("X", X)
+        if X.ndim != 2 or X.shape[1] != self.x.shape[1]:
+            raise ValueError(
+                f"X must have shape (m, {self.x.shape[1]}) (the centres' dimension), got {X.shape}"
+            )
+        return nearest_center(X.astype(self.x.dtype), self.x)
+
 
 def _check_key(key):
-    if key is None or not isinstance(key, jax.Array):
+    if not isinstance(key, jax.Array):
         raise TypeError(
             f"key must be a jax.random key (jax.random.key(0)), got {type(key).__name__}"
         )
-    if not (jnp.issubdtype(key.dtype, jax.dtypes.prng_key) or key.shape == (2,)):
+    raw = key.shape == (2,) and key.dtype == jnp.uint32  # jax.random.PRNGKey(0)
+    if not (jnp.issubdtype(key.dtype, jax.dtypes.prng_key) or raw):
         raise TypeError(
             f"key must be a jax.random key (jax.random.key(0)), got an array of shape "
             f"{key.shape} and dtype {key.dtype}"
@@ -109,7 +129,7 @@ def kmeans(
     X: Any,
     n_clusters: int,
     *,
-    key: Any,
+    key: Any = None,
     rank: int | None = None,
     mu: float = 0.03,
     max_steps: int | None = None,
@@ -143,7 +163,8 @@ def kmeans(
         n_clusters: ``K``, between 1 and ``n`` (``K = n``: every point its own cluster,
             no solve). An empty cluster after rounding gets the point farthest from its
             centre (as scikit-learn relocates), never an invented centre.
-        key: a ``jax.random`` key (the random start).
+        key: a ``jax.random`` key (the random start); default ``jax.random.key(0)``, so
+            a call without one is reproducible (scikit-learn's ``random_state=0``).
         rank: ``r``; default ``K + 1`` for Newton (``r > K`` is needed for a strictly
             positive start), ``2K`` for NLR (the reference code's choice).
         mu: barrier weight (Newton only); the data term is scaled to ``[-1, 0]``.
@@ -171,6 +192,8 @@ def kmeans(
     """
     if method not in ("newton", "nlr"):
         raise ValueError(f"method must be 'newton' or 'nlr', got {method!r}")
+    if key is None:
+        key = jax.random.key(0)
     _check_key(key)
     X = jnp.asarray(X)
     check_floating("X", X)

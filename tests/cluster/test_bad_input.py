@@ -15,8 +15,8 @@ _KEY = jax.random.key(0)
 _X = np.random.default_rng(0).normal(size=(12, 2))
 
 ERRORS = [
-    ("key None", lambda: kmeans(_X, 2, key=None), TypeError, "key"),
     ("key int", lambda: kmeans(_X, 2, key=3), TypeError, "key"),
+    ("key float array", lambda: kmeans(_X, 2, key=jnp.ones(2)), TypeError, "key"),
     ("bfloat16", lambda: kmeans(jnp.asarray(_X, jnp.bfloat16), 2, key=_KEY), TypeError, "X"),
     ("int X", lambda: kmeans(_X.astype(np.int32), 2, key=_KEY), TypeError, "X"),
     ("nan X", lambda: kmeans(np.where(_X > 1, np.nan, _X), 2, key=_KEY), ValueError, "X"),

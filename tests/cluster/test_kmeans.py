@@ -104,6 +104,23 @@ def test_iris_vs_sklearn():
     _check_vs_sklearn("iris")
 
 
+def test_default_key_numpy_input_and_predict():
+    """No key is the fixed key 0; ``predict`` is the nearest centre, as scikit-learn's."""
+    x, _ = _standardized("iris")  # a NumPy array
+    km = kmeans(x, 3)
+    same = kmeans(x, 3, key=jax.random.key(0))
+    np.testing.assert_array_equal(km.state.labels, same.state.labels)
+    assert km.state.centers is km.x
+    # the training points: Lloyd's polish ends on a nearest-centre assignment
+    np.testing.assert_array_equal(km.state.predict(x), km.state.labels)
+    new = np.random.default_rng(1).normal(size=(40, 4)) * 2.0
+    ref = KMeans(3, init=np.asarray(km.x), n_init=1, max_iter=1).fit(x)
+    ref.cluster_centers_ = np.asarray(km.x)
+    np.testing.assert_array_equal(km.state.predict(new), ref.predict(new))
+    with pytest.raises(ValueError, match=r"X must have shape \(m, 4\)"):
+        km.state.predict(new[:, :3])
+
+
 def _bm_cluster_reference(x_raw, u0, steps):
     """``BM_cluster.m`` (Zhuang et al., the reference code) transcribed in NumPy: raw data
     (``d x n`` there, rows here), ``beta = 10``, ``alpha = 1e-6``, dual step once
