@@ -58,7 +58,14 @@ def test_registry_names_are_unique():
     assert len(names) == len(set(names)), names
 
 
-@pytest.mark.parametrize("check", sorted(CHECKS))
-@pytest.mark.parametrize("case", REGISTRY, ids=str)
+def _params():
+    # a case's `slow_checks` run in the slow tier only (make test-slow)
+    for case in REGISTRY:
+        for check in sorted(CHECKS):
+            marks = (pytest.mark.slow,) if check in case.slow_checks else ()
+            yield pytest.param(case, check, marks=marks, id=f"{case}-{check}")
+
+
+@pytest.mark.parametrize(("case", "check"), list(_params()))
 def test_contract(case, check):
     CHECKS[check](case)

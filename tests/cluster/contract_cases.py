@@ -34,6 +34,8 @@ def _nan(data):
 CASES = [
     SolverCase(
         name="cluster.kmeans_newton",
+        # its eager step compiles every inner loop on each call (10-34 s)
+        slow_checks=("jit_equals_eager",),
         make_solver=lambda **hp: kmeans_newton(**{"mu": 5e-2, "mu_start": 5e-2, **hp}),
         make_problem=lambda key, dt: _problem(
             key, dt, lambda k, d: feasible_point(k, N, K, K + 1, d)

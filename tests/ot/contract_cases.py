@@ -59,6 +59,8 @@ def _bad_inputs():
 CASES = [
     SolverCase(
         name="ot.sobolev_barycenter",
+        # its eager step compiles every inner loop on each call (10-34 s)
+        slow_checks=("jit_equals_eager",),
         make_solver=sobolev_barycenter,
         make_problem=_problem,
         reference=_lp_reference,

@@ -37,6 +37,8 @@ def _reference(y):
 CASES = [
     SolverCase(
         name="regret.regret_matching[rm+,alternating]",
+        # its eager step compiles every inner loop on each call (10-34 s)
+        slow_checks=("jit_equals_eager",),
         make_solver=lambda: regret_matching(dist, variant="rm+", alternating=True),
         make_problem=_problem,
         reference=_reference,
