@@ -74,7 +74,7 @@ import jax.numpy as jnp
 from jaxsolve.core import Solution, Status, solve
 from jaxsolve.core.protocol import AbstractSolver, hyper
 from jaxsolve.core.validation import check_floating
-from jaxsolve.qp import QP, WarmStart, flexqp
+from jaxsolve.qp import QP, WarmStart, single_qp_solver
 
 __all__ = ["SQP", "SQPState", "SQPInfo", "sqp", "minimize_sqp"]
 
@@ -454,15 +454,6 @@ class SQP(AbstractSolver):
         return new, info
 
 
-def _default_qp_solver(qp_tol):
-    # solve_qp's single-QP set-up: polish every 5th step and keep a polished point that
-    # meets the tolerance. A subproblem then ends at its first good polish (exact
-    # active-set multipliers) instead of running ADMM to 1e-8 on a model Hessian whose
-    # conditioning (1e8 on a trajectory) stalls it.
-    accept = 1e-8 if qp_tol is None else qp_tol
-    return flexqp(polish_every=5, polish_accept=accept)
-
-
 def sqp(
     fun: Callable,
     eq: Callable | None = None,
@@ -491,10 +482,11 @@ def sqp(
         ub: upper bounds on ``x``, likewise (``inf`` where absent).
         hessian: ``"bfgs"`` (damped BFGS), ``"exact"`` (the Lagrangian's Hessian made
             positive definite) or ``hessian(x, y, args) -> B`` (positive definite).
-        qp_solver: the subproblem solver (default `jaxsolve.qp.flexqp` set up as
-            `jaxsolve.qp.solve_qp` sets it up for one QP: in-loop polish every 5th
-            step, a polished point meeting ``qp_tol`` accepted); any FlexQP-state
-            solver fits (a Deep FlexQP solver too).
+        qp_solver: the subproblem solver (default `jaxsolve.qp.single_qp_solver`:
+            FlexQP set up as `jaxsolve.qp.solve_qp` sets it up for one QP, in-loop
+            polish every 5th step, a polished point meeting ``qp_tol`` accepted, rho
+            adapted at every check); any FlexQP-state solver fits (a Deep FlexQP
+            solver too).
         qp_tol: the subproblems' tolerance (default by dtype).
         qp_max_steps: the subproblems' step budget.
         armijo: the sufficient-decrease constant $\eta$.
@@ -522,7 +514,9 @@ def sqp(
         raise ValueError(f"armijo must lie in (0, 1), got {armijo}")
     return SQP(
         fun=fun,
-        qp_solver=_default_qp_solver(qp_tol) if qp_solver is None else qp_solver,
+        qp_solver=single_qp_solver(1e-8 if qp_tol is None else qp_tol)
+        if qp_solver is None
+        else qp_solver,
         eq=eq,
         ineq=ineq,
         lb=lb,

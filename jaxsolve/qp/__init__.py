@@ -9,7 +9,7 @@ from jaxsolve.qp.deep import DeepFlexQP, Policies, deep_flexqp
 from jaxsolve.qp.flexqp import FlexQPInfo, FlexQPState, WarmStart, flexqp
 from jaxsolve.qp.problem import QP, validate_qp
 from jaxsolve.qp.problems import load_maros_meszaros
-from jaxsolve.qp.solve import kkt_residual, solve_qp, warm_start_from
+from jaxsolve.qp.solve import kkt_residual, single_qp_solver, solve_qp, warm_start_from
 
 __all__ = [
     "QP",
@@ -23,6 +23,7 @@ __all__ = [
     "kkt_residual",
     "load_maros_meszaros",
     "problems",
+    "single_qp_solver",
     "solve_qp",
     "validate_qp",
     "warm_start_from",

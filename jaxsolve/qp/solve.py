@@ -18,7 +18,7 @@ import numpy as np
 from jaxsolve.core import Solution, solve, solve_batch
 from jaxsolve.core.adjoint import implicit_solution
 from jaxsolve.core.validation import check_floating, is_concrete
-from jaxsolve.qp.flexqp import FlexQPState, WarmStart, flexqp, kkt_residual
+from jaxsolve.qp.flexqp import FlexQP, FlexQPState, WarmStart, flexqp, kkt_residual
 from jaxsolve.qp.lockstep import solve_lockstep
 from jaxsolve.qp.problem import QP, validate_qp
 
@@ -177,6 +177,54 @@ def _vmappable_single(solver, x0, qp, tol, max_steps, implicit, batch_kw, histor
     return _attach(solver, qp, primal(sg(x0), sg(qp), tol_a))
 
 
+def _flexqp_settings(hyper: dict, batched: bool) -> dict:
+    """`flexqp` hyperparameters as `solve_qp` sets them (the user's ``hyper`` wins)."""
+    hyper = dict(hyper)
+    # In-loop polishing pays off for single solves (warm starts end at the first
+    # polish). In a batch the lax.cond becomes a select and the polish runs on every
+    # step anyway, so it is attempted on every step with one pass: it ends the slow
+    # lanes of a vmapped batch (whose loop runs until the slowest lane is done) once
+    # their active set is right (max/mean ADMM iterations over 1024 random QPs went
+    # from 40000/159 to ~1100/75 in float64).
+    hyper.setdefault("polish_every", 1 if batched else _SINGLE_POLISH_EVERY)
+    if batched:
+        hyper.setdefault("polish_passes", 1)
+        # finalize's fine polish stage is a per-problem lax.cond; in a batch it becomes a
+        # select that runs its 6 passes on every lane (finalize 9x slower on 1024 random
+        # QPs, n = 20): batches skip it unless asked for (polish_fine=6)
+        hyper.setdefault("polish_fine", 0)
+    # rho adapted at every check (QSCAGR7 and QE226 need it). Batches started at rho 0.1
+    # waited 3 checks (a lane whose rho ping-ponged 8x never converged); started at
+    # _BATCH_RHO, every check does as well on 1024 random QPs (n = 20, max ADMM
+    # iterations 1880 against 2490, same mean) and ends a float32 lane at its precision
+    # floor that every 3 checks left at MAX_STEPS (test_float32_random_classes).
+    hyper.setdefault("rho_every", 1)
+    if batched:
+        hyper.setdefault("rho", _BATCH_RHO)
+        hyper.setdefault("scaling_iters", _BATCH_SCALING)
+    # The explicit inverse is fast batched but loses digits on ill-conditioned systems
+    # (equality rows carry 1e3 rho). float32 keeps the triangular L^-1 (flexqp._factor:
+    # the rounded product K^-1 derailed an equality-constrained QP): on 1024 random QPs
+    # 0.73x the CPU time of the Cholesky factor at n = 20 and n = 100, and on 240
+    # float32 equality-constrained QPs 1 MAX_STEPS (at the float32 floor) instead of 3.
+    hyper.setdefault("kkt_inverse", batched)
+    return hyper
+
+
+def single_qp_solver(tol: float = 1e-8, **hyper: Any) -> FlexQP:
+    """`flexqp` set up as `solve_qp` sets it up for one QP.
+
+    In-loop polish at steps 1, 2, 4, ... and every 5th, a polished point whose error is
+    at most ``tol`` accepted (it ends the run at its first good polish, with exact
+    active-set multipliers), ``rho`` adapted at every check; ``**hyper`` overrides any
+    of them. For an outer loop that solves QPs with `jaxsolve.solve` itself (SQP's
+    subproblems): `solve_qp`'s own choice, without its input checks.
+    """
+    hyper = _flexqp_settings(hyper, batched=False)
+    hyper.setdefault("polish_accept", tol)
+    return flexqp(**hyper)
+
+
 def solve_qp(
     qp: QP,
     x0: jax.Array | WarmStart | None = None,
@@ -273,34 +321,7 @@ def solve_qp(
         batch = "map"
     user_polish_every = "polish_every" in hyper
     user_checks = "check_every" in hyper or "rho_every" in hyper
-    # In-loop polishing pays off for single solves (warm starts end at the first
-    # polish). In a batch the lax.cond becomes a select and the polish runs on every
-    # step anyway, so it is attempted on every step with one pass: it ends the slow
-    # lanes of a vmapped batch (whose loop runs until the slowest lane is done) once
-    # their active set is right (max/mean ADMM iterations over 1024 random QPs went
-    # from 40000/159 to ~1100/75 in float64).
-    hyper.setdefault("polish_every", 1 if batched else _SINGLE_POLISH_EVERY)
-    if batched:
-        hyper.setdefault("polish_passes", 1)
-        # finalize's fine polish stage is a per-problem lax.cond; in a batch it becomes a
-        # select that runs its 6 passes on every lane (finalize 9x slower on 1024 random
-        # QPs, n = 20): batches skip it unless asked for (polish_fine=6)
-        hyper.setdefault("polish_fine", 0)
-    # rho adapted at every check (QSCAGR7 and QE226 need it). Batches started at rho 0.1
-    # waited 3 checks (a lane whose rho ping-ponged 8x never converged); started at
-    # _BATCH_RHO, every check does as well on 1024 random QPs (n = 20, max ADMM
-    # iterations 1880 against 2490, same mean) and ends a float32 lane at its precision
-    # floor that every 3 checks left at MAX_STEPS (test_float32_random_classes).
-    hyper.setdefault("rho_every", 1)
-    if batched:
-        hyper.setdefault("rho", _BATCH_RHO)
-        hyper.setdefault("scaling_iters", _BATCH_SCALING)
-    # The explicit inverse is fast batched but loses digits on ill-conditioned systems
-    # (equality rows carry 1e3 rho). float32 keeps the triangular L^-1 (flexqp._factor:
-    # the rounded product K^-1 derailed an equality-constrained QP): on 1024 random QPs
-    # 0.73x the CPU time of the Cholesky factor at n = 20 and n = 100, and on 240
-    # float32 equality-constrained QPs 1 MAX_STEPS (at the float32 floor) instead of 3.
-    hyper.setdefault("kkt_inverse", batched)
+    hyper = _flexqp_settings(hyper, batched)
     dtype = qp.q.dtype
     if tol is None:
         tol = 1e-8 if dtype == jnp.float64 else 1e-4
