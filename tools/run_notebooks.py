@@ -1,4 +1,9 @@
-"""Execute notebooks (files, or every notebook in a folder): fails on the first cell error."""
+"""Execute notebooks (files, or every notebook in a folder): fails on the first cell error.
+
+``python tools/run_notebooks.py [--write] [targets...]``: ``--write`` saves each executed
+notebook with its outputs (how the committed notebooks are produced); without it the
+files are left as they are (what CI runs: re-execution must not fail).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,8 @@ from nbclient import NotebookClient
 
 
 def main(*targets: str) -> int:
+    write = "--write" in targets
+    targets = tuple(t for t in targets if t != "--write")
     paths = []
     for target in targets or ("notebooks",):
         t = pathlib.Path(target)
@@ -28,6 +35,8 @@ def main(*targets: str) -> int:
             resources={"metadata": {"path": str(path.parent)}},
         )
         client.execute()
+        if write:
+            nbformat.write(nb, path)
         print(f"{path}: ok ({time.perf_counter() - t0:.1f}s)", flush=True)
     return 0
 
