@@ -31,7 +31,10 @@ __all__ = ["cautious_weight_decay", "cautious_mask", "CautiousWeightDecayState"]
 
 
 class CautiousWeightDecayState(NamedTuple):
-    """Step counter, used to evaluate a weight-decay schedule (as optax does)."""
+    """Step counter, kept only for a weight-decay schedule (as optax's
+    ``WeightDecaySchedule``); a constant decay has ``optax.EmptyState``, so
+    ``optax.tree_utils.tree_get(state, "count")`` of a chain finds one count, as for
+    ``optax.adamw``."""
 
     count: jax.Array  # int32 scalar
 
@@ -101,8 +104,12 @@ def cautious_weight_decay(
     """
     _check_weight_decay(weight_decay)
 
+    scheduled = callable(weight_decay)
+
     def init_fn(params):
         del params
+        if not scheduled:
+            return optax.EmptyState()
         return CautiousWeightDecayState(count=jnp.zeros([], jnp.int32))
 
     def update_fn(updates, state, params=None):
@@ -110,7 +117,7 @@ def cautious_weight_decay(
             raise ValueError(
                 "cautious_weight_decay needs params: call update(updates, state, params)"
             )
-        lam = weight_decay(state.count) if callable(weight_decay) else weight_decay
+        lam = weight_decay(state.count) if scheduled else weight_decay
         lam = jnp.asarray(lam)
 
         def leaf(u, x):
@@ -121,8 +128,9 @@ def cautious_weight_decay(
             return (u + decay.astype(u.dtype)).astype(u.dtype)
 
         new = jax.tree.map(leaf, updates, params, is_leaf=lambda v: v is None)
-        count = optax.safe_increment(state.count)
-        return new, CautiousWeightDecayState(count=count)
+        if not scheduled:
+            return new, state
+        return new, CautiousWeightDecayState(count=optax.safe_increment(state.count))
 
     tx = optax.GradientTransformation(init_fn, update_fn)
     if mask is None:

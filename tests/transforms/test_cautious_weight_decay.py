@@ -234,3 +234,22 @@ def test_bad_input():
     tx = cautious_weight_decay(0.1)
     with pytest.raises(ValueError, match="params"):
         tx.update(jnp.ones(2), tx.init(jnp.ones(2)))
+
+
+def test_state_count_reads_as_optax_adamw():
+    """``tree_get(state, "count")`` finds one count, as for ``optax.adamw`` (a constant
+    decay keeps no counter of its own; a schedule keeps one, as optax's does)."""
+    params = {"w": jnp.array([1.0, -2.0, 3.0])}
+    grads = {"w": jnp.array([0.5, 0.5, -0.5])}
+    ours, ref = cautious_adamw(1e-2, weight_decay=0.1), optax.adamw(1e-2, weight_decay=0.1)
+    s, r = ours.init(params), ref.init(params)
+    for _ in range(3):
+        _, s = ours.update(grads, s, params)
+        _, r = ref.update(grads, r, params)
+    assert int(optax.tree_utils.tree_get(s, "count")) == 3
+    assert int(optax.tree_utils.tree_get(r, "count")) == 3
+    sched = cautious_weight_decay(lambda c: 0.1 / (1.0 + c))
+    st = sched.init(params)
+    out, st = sched.update(grads, st, params)
+    np.testing.assert_allclose(np.asarray(out["w"]), [0.6, 0.5, -0.5])  # signs agree on 1 only
+    assert int(st.count) == 1
