@@ -233,7 +233,7 @@ def lloyd(points, centers, steps: int):
     return assign(centers), centers
 
 
-def _farthest_first(points, k: int):
+def farthest_first(points, k: int):
     """Deterministic seeding: start at the largest-norm point, then farthest-first traversal."""
     i0 = jnp.argmax(jnp.sum(points * points, 1))
     centers = jnp.zeros((k, points.shape[1]), points.dtype).at[0].set(points[i0])
@@ -259,7 +259,7 @@ def round_labels(u, k: int, steps: int = 30):
     when ``Z`` is only near block-diagonal (barrier, finite ``mu``).
     """
     rows = u / jnp.maximum(jnp.linalg.norm(u, axis=1, keepdims=True), jnp.finfo(u.dtype).tiny)
-    labels, _ = lloyd(rows, _farthest_first(rows, k), steps)
+    labels, _ = lloyd(rows, farthest_first(rows, k), steps)
     return labels
 
 
@@ -280,7 +280,7 @@ def round_candidates(u, x, k: int, steps: int = 30):
     """
     out = [round_labels(u, k, steps)]
     for pts in (u, u @ (u.T @ x)):
-        labels, _ = lloyd(pts, _farthest_first(pts, k), steps)
+        labels, _ = lloyd(pts, farthest_first(pts, k), steps)
         out.append(labels)
     return jnp.stack(out)
 

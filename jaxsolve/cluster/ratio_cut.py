@@ -132,8 +132,8 @@ def _spectral_start(w, n_clusters, manifold, key, iters, temperature):
     # projection compiled as dozens of small programs (seconds per call)
     from jax.experimental.sparse.linalg import lobpcg_standard
 
-    from jaxsolve.cluster._problem import _farthest_first, lloyd
-    from jaxsolve.manifolds.rim import _sinkhorn
+    from jaxsolve.cluster._problem import farthest_first, lloyd
+    from jaxsolve.manifolds.rim import sinkhorn_scale
 
     n = w.shape[0]
     c = n_clusters
@@ -147,12 +147,12 @@ def _spectral_start(w, n_clusters, manifold, key, iters, temperature):
         _, vecs, _ = lobpcg_standard(lambda v: 2.0 * v - (deg[:, None] * v - w @ v), x0, m=iters)
         e = vecs[:, :c]
     rows = e / jnp.maximum(jnp.linalg.norm(e, axis=1, keepdims=True), jnp.finfo(w.dtype).tiny)
-    _, centres = lloyd(rows, _farthest_first(rows, c), 30)
+    _, centres = lloyd(rows, farthest_first(rows, c), 30)
     d = jnp.sum((rows[:, None, :] - centres[None, :, :]) ** 2, axis=-1)
     f0 = jax.nn.softmax(-d / temperature, axis=1)
     a, lo, hi = manifold._consts(w.dtype)
     tol = jnp.asarray(1e-10 if w.dtype == jnp.float64 else 1e-5, w.dtype)
-    return _onto(manifold, _sinkhorn(f0, jnp.zeros_like(f0), a, lo, hi, tol, 10_000), tol)
+    return _onto(manifold, sinkhorn_scale(f0, jnp.zeros_like(f0), a, lo, hi, tol, 10_000), tol)
 
 
 def _onto(manifold, x, tol):
@@ -167,13 +167,13 @@ def _onto(manifold, x, tol):
     uniform shift of each column (a few sweeps), rows and signs exact; otherwise ``x`` is
     returned unchanged.
     """
-    from jaxsolve.manifolds.rim import _dykstra, _violation
+    from jaxsolve.manifolds.rim import constraint_violation, dykstra_project
 
     a, lo, hi = manifold._consts(x.dtype)
     n = x.shape[0]
     # Dykstra leaves the column sums within n * its tolerance of the slab
-    project = lambda y: _dykstra(y, a, lo, hi, tol / n, 1000)
-    return jax.lax.cond(_violation(x, a, lo, hi) > tol, project, lambda y: y, x)
+    project = lambda y: dykstra_project(y, a, lo, hi, tol / n, 1000)
+    return jax.lax.cond(constraint_violation(x, a, lo, hi) > tol, project, lambda y: y, x)
 
 
 def _check_start(manifold, x0, what):

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from jaxsolve.core.driver import Solution, _advance, _done, _final, default_tol, solve
+from jaxsolve.core.driver import Solution, _advance, _final, default_tol, is_done, solve
 from jaxsolve.core.protocol import check_solver, pack
 from jaxsolve.core.validation import check_floating, is_concrete
 
@@ -87,7 +87,7 @@ def _vchunk(solver, state, args, tol, k, limit, args_axis):
     def lane(s, a, kk):
         t = jnp.asarray(tol, s.error.dtype)
         s, kk, _ = _advance(solver, s, a, t, kk, limit, None)
-        return s, kk, _done(s, t)
+        return s, kk, is_done(s, t)
 
     return jax.vmap(lane, in_axes=(0, args_axis, 0))(state, args, k)
 
@@ -101,7 +101,8 @@ def _vfinal(solver, state, args, tol, k, args_axis):
 
 
 @jax.jit
-def _take(tree, idx):
+def tree_take(tree, idx):
+    """Every leaf of ``tree`` indexed by ``idx`` along its leading axis."""
     return jax.tree.map(lambda v: v[idx], tree)
 
 
@@ -153,7 +154,7 @@ def _solve_compact(solver, x0, args, tol, args_axis, in_axes, max_steps, rounds,
         else:
             lanes = live[:n_live]
             head = jnp.arange(n_live)
-            state = _put(state, _take(sub_state, head), jnp.asarray(lanes))
+            state = _put(state, tree_take(sub_state, head), jnp.asarray(lanes))
             k = k.at[jnp.asarray(lanes)].set(sub_k[:n_live])
         if reached >= max_steps:
             break
@@ -166,9 +167,9 @@ def _solve_compact(solver, x0, args, tol, args_axis, in_axes, max_steps, rounds,
             n_live = running.size
             live = np.concatenate([running, np.repeat(running[-1:], new - n_live)])
             idx = jnp.asarray(live)
-            sub_state = place(_take(state, idx))
+            sub_state = place(tree_take(state, idx))
             sub_k = place(k[idx])
-            sub_args = args if args_axis is None else place(_take(args, idx))
+            sub_args = args if args_axis is None else place(tree_take(args, idx))
     return _vfinal(solver, state, args, tol, k, args_axis)
 
 
@@ -208,7 +209,7 @@ def run_tail(solver, state, args, k, tol, max_steps: int, running, tail: int):
         s, kk, _ = _advance(solver, s, a_, tol, kk, max_steps, None)
         return s, kk
 
-    part, kk = jax.lax.map(one, (_take(state, idx), _take(args, idx), k[idx]))
+    part, kk = jax.lax.map(one, (tree_take(state, idx), tree_take(args, idx), k[idx]))
     return _put(state, part, idx), k.at[idx].set(kk)
 
 
@@ -234,7 +235,7 @@ def apply_gathered(fn, pool, const, want, g: int):
 
     def each(c, pool):
         idx = _chunk_ids(order, c, g)
-        return _put(pool, fn(_take(pool, idx), _take(const, idx), want[idx]), idx)
+        return _put(pool, fn(tree_take(pool, idx), tree_take(const, idx), want[idx]), idx)
 
     return jax.lax.fori_loop(0, n, each, pool)
 
@@ -260,7 +261,7 @@ def lockstep_rounds(
 
     def run_chunk(c, pool, order):
         idx = _chunk_ids(order, c, g)
-        p, cst = _take(pool, idx), _take(const, idx)
+        p, cst = tree_take(pool, idx), tree_take(const, idx)
         stop = jnp.sum(running(p)) // keep
         p = jax.lax.while_loop(
             lambda p: jnp.sum(running(p)) > stop, lambda p: advance(p, cst, running(p)), p

@@ -102,7 +102,8 @@ def _tree_isfinite(x) -> jax.Array:
     return jnp.all(jnp.stack(leaves)) if leaves else jnp.asarray(True)
 
 
-def _done(state, tol):
+def is_done(state, tol):
+    """Whether the driver stops at ``state``: ``error <= tol``, not SUCCESS, or a NaN/inf error."""
     return (state.error <= tol) | (state.status != Status.SUCCESS) | ~jnp.isfinite(state.error)
 
 
@@ -175,7 +176,7 @@ def _advance(solver, state, args, tol, k, limit, hist, options=None):
 
     def cond(carry):
         s, j, _ = carry
-        return (j < limit) & ~_done(s, tol)
+        return (j < limit) & ~is_done(s, tol)
 
     def body(carry):
         s, j, h = carry
@@ -212,7 +213,7 @@ def _run_fixed(solver, x0, args, tol, options, max_steps, freeze, checkpoint):
         s, k = carry
         new, info = _step(solver, s, args, options)
         if freeze:
-            done = _done(s, tol)
+            done = is_done(s, tol)
             new = jax.tree.map(lambda a, b: jnp.where(done, a, b), s, new)
             k = k + jnp.where(done, 0, 1).astype(jnp.int32)
         else:
@@ -286,7 +287,7 @@ def _init_jit(solver, x0, args):
 def _chunk_jit(solver, state, args, tol, k, limit, options):
     tol = jnp.asarray(tol, state.error.dtype)
     state, k, _ = _advance(solver, state, args, tol, k, limit, None, options)
-    return state, k, _done(state, tol)
+    return state, k, is_done(state, tol)
 
 
 @jax.jit

@@ -124,7 +124,8 @@ def default_beta(lips, gap):
     return 0.1 * jnp.mean(lips) / jnp.sqrt(gap)
 
 
-def _gap(W):
+def spectral_gap(W):
+    """Spectral gap ``1 - max(|lambda_2|, |lambda_n|)`` of the symmetric mixing matrix ``W``."""
     ev = jnp.linalg.eigvalsh(W)
     return 1.0 - jnp.maximum(jnp.abs(ev[-2]), jnp.abs(ev[0]))
 
@@ -148,7 +149,7 @@ class DSADMM(DecentralizedSolver):
             return jaxsolve.hyper(self.beta, like)
         # the default rule needs the spectral gap: global information, set up once
         # (simulation: eigvalsh of W; on a mesh, the gap is passed in beta instead)
-        gap = _gap(problem.W) if isinstance(self.comm, Simulated) else None
+        gap = spectral_gap(problem.W) if isinstance(self.comm, Simulated) else None
         if gap is None:
             raise ValueError("on a device mesh, give beta (solve_on_mesh does so)")
         return default_beta(lips, gap).astype(like.dtype)

@@ -38,7 +38,7 @@ import jaxsolve
 from jaxsolve.core.driver import Solution
 from jaxsolve.distributed.base import DecentralizedSolver, Simulated
 from jaxsolve.distributed.baselines import DGD, NIDS, PGExtra, default_stepsize
-from jaxsolve.distributed.ds_admm import DSADMM, _gap, default_beta
+from jaxsolve.distributed.ds_admm import DSADMM, default_beta, spectral_gap
 from jaxsolve.distributed.graphs import check_mixing
 from jaxsolve.distributed.problems import Problem
 
@@ -113,7 +113,7 @@ def _with_defaults(solver, x0, problem):
     would in ``init``."""
     if isinstance(solver, DSADMM) and solver.beta is None:
         lips = jax.vmap(solver.loss.lipschitz)(problem.data)
-        beta = default_beta(lips, _gap(problem.W)).astype(x0.dtype)
+        beta = default_beta(lips, spectral_gap(problem.W)).astype(x0.dtype)
         solver = dataclasses.replace(solver, beta=beta)
     if isinstance(solver, DGD | PGExtra | NIDS) and solver.stepsize is None:
         lips = jax.vmap(solver.loss.lipschitz)(problem.data)

@@ -77,7 +77,7 @@ def _evaluate(fun, lmo, x, args):
     return f, g, v, gap
 
 
-def _start_status(lmo, x0, variant):
+def start_status(lmo, x0, variant):
     """``SUCCESS`` when ``x0`` lies in the set, else ``BREAKDOWN``: Frank-Wolfe keeps its
     iterates in ``C`` only as convex combinations of a feasible start and vertices, and
     its certified gap is a bound only there (an infeasible start gave SUCCESS with an
@@ -144,7 +144,7 @@ class FrankWolfe(AbstractSolver):
             x=x0,
             iter_num=jnp.int32(0),
             error=(f - lower).astype(dtype),
-            status=_start_status(self.lmo, x0, variant),
+            status=start_status(self.lmo, x0, variant),
             value=f,
             grad=g,
             vertex=v,

@@ -41,7 +41,7 @@ import jax.numpy as jnp
 import optax
 
 from jaxsolve.core.protocol import AbstractSolver
-from jaxsolve.frank_wolfe.conditional_gradient import _start_status
+from jaxsolve.frank_wolfe.conditional_gradient import start_status
 
 __all__ = ["optimistic_frank_wolfe", "OptimisticFrankWolfe", "OptimisticState"]
 
@@ -84,7 +84,7 @@ class OptimisticFrankWolfe(AbstractSolver):
             x=x0,
             iter_num=jnp.int32(0),
             error=gap.astype(dtype),
-            status=_start_status(self.lmo, x0, "vanilla"),
+            status=start_status(self.lmo, x0, "vanilla"),
             value=f,
             grad=g,
             agg_grad=g,

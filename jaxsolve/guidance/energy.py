@@ -166,7 +166,7 @@ def feature_energy(
             unknown ``kind`` or ``matcher``, a non-positive ``p`` or ``alpha``.
         TypeError: integer features.
     """
-    _check_options(matcher=matcher, kind=kind, p=p, alpha=alpha)
+    check_options(matcher=matcher, kind=kind, p=p, alpha=alpha)
     fg = _as_points("features_gen", features_gen)
     fr = _as_points("features_ref", features_ref)
     _check_channels(fg, fr)
@@ -199,7 +199,8 @@ def feature_energy(
     return p / (jnp.asarray(alpha, dtype) + s)
 
 
-def _check_options(*, matcher, kind, p, alpha) -> None:
+def check_options(*, matcher, kind, p, alpha) -> None:
+    """Raise ValueError on an unknown ``matcher``/``kind`` or a nonpositive ``p``/``alpha``."""
     if matcher not in MATCHERS:
         raise ValueError(f"matcher must be one of {MATCHERS}, got {matcher!r}")
     if kind not in KINDS:

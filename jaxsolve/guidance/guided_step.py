@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsolve.core.validation import check_floating, is_concrete
-from jaxsolve.guidance.energy import _check_options, feature_energy
+from jaxsolve.guidance.energy import check_options, feature_energy
 
 __all__ = ["guided_step", "guidance_energy"]
 
@@ -59,7 +59,7 @@ def _check_common(feature_fn, reference, pivot, lam, energy_options):
     unknown = set(energy_options) - {"kind", "matcher", "p", "alpha", "mask_gen", "mask_ref"}
     if unknown:
         raise TypeError(f"unknown energy option(s) {sorted(unknown)} (see feature_energy)")
-    _check_options(
+    check_options(
         matcher=energy_options.get("matcher", "nearest"),
         kind=energy_options.get("kind", "dragon"),
         p=energy_options.get("p", 1.0),

@@ -12,7 +12,7 @@ import numpy as np
 
 import jaxsolve
 from jaxsolve.core.validation import is_concrete
-from jaxsolve.guidance.energy import _check_options
+from jaxsolve.guidance.energy import check_options
 from jaxsolve.guidance.guided_step import guidance_energy
 
 __all__ = ["LatentOptimizer", "latent_optimizer", "State"]
@@ -134,7 +134,7 @@ def latent_optimizer(
     """
     if not callable(feature_fn):
         raise TypeError(f"feature_fn must be callable, got {type(feature_fn).__name__}")
-    _check_options(matcher=matcher, kind=kind, p=p, alpha=alpha)
+    check_options(matcher=matcher, kind=kind, p=p, alpha=alpha)
     if is_concrete(stepsize) and not np.all(np.asarray(stepsize) > 0):
         raise ValueError(f"stepsize must be positive, got {stepsize}")
     if is_concrete(lam) and not np.all(np.asarray(lam) >= 0):

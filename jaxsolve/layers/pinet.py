@@ -164,12 +164,12 @@ def auto_sigma(factors) -> jax.Array:
     return 0.3 / jnp.mean(dx * dx)
 
 
-def _sigma(sigma, factors, like):
+def resolve_sigma(sigma, factors, like):
     """The step: ``sigma``, or `auto_sigma` when it is None, in the dtype of ``like``."""
     return hyper(auto_sigma(factors) if sigma is None else sigma, like)
 
 
-def _infeasible_tol(infeasible_tol, like):
+def scaled_infeasible_tol(infeasible_tol, like):
     """The certificate's threshold, scaled up as ``sqrt(eps / eps64)`` below float64."""
     dtype = jnp.result_type(like)
     factor = float(np.sqrt(max(float(np.finfo(dtype).eps), _EPS64) / _EPS64))
@@ -207,7 +207,7 @@ class PinetProjection(AbstractSolver):
         else:
             s0 = x0
         q = f.offset(args.b.astype(dtype))
-        itol = _infeasible_tol(self.infeasible_tol, s0)
+        itol = scaled_infeasible_tol(self.infeasible_tol, s0)
         status = jnp.int32(Status.SUCCESS)
         if f.p:
             b = args.b.astype(dtype)
@@ -228,8 +228,8 @@ class PinetProjection(AbstractSolver):
     def step(self, state: State, args: ProjectionArgs) -> tuple[State, Info]:
         f = args.factors
         dtype = state.s.dtype
-        sigma, omega = _sigma(self.sigma, f, state.s), hyper(self.omega, state.s)
-        itol = _infeasible_tol(self.infeasible_tol, state.s)
+        sigma, omega = resolve_sigma(self.sigma, f, state.s), hyper(self.omega, state.s)
+        itol = scaled_infeasible_tol(self.infeasible_tol, state.s)
         d = f.d_c.astype(dtype)
         lo_s, hi_s = _scaled_bounds(args, dtype)
         y = args.y.astype(dtype)
@@ -303,7 +303,7 @@ class PinetProjection(AbstractSolver):
                 args.hi.astype(dtype),
                 tol,
             )
-        sigma, omega = _sigma(self.sigma, f, z), hyper(self.omega, z)
+        sigma, omega = resolve_sigma(self.sigma, f, z), hyper(self.omega, z)
         lo_s, hi_s = _scaled_bounds(args, dtype)
         q = f.offset(args.b.astype(dtype))
         return dr_map(z, q, args.y.astype(dtype), lo_s, hi_s, f, sigma, omega)[3] - z

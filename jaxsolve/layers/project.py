@@ -64,9 +64,9 @@ from jaxsolve.layers.pinet import (
     PinetProjection,
     ProjectionArgs,
     State,
-    _infeasible_tol,
-    _sigma,
     auto_sigma,
+    resolve_sigma,
+    scaled_infeasible_tol,
 )
 from jaxsolve.layers.polytope import Polytope
 
@@ -178,8 +178,8 @@ def _forward(cfg: _Config, y, b, lo, hi, s0, factors, solver: PinetProjection, t
     dtype = y.dtype
     d = f.d_c.astype(dtype)
     dx = d[:n]
-    sigma, omega = _sigma(solver.sigma, f, dtype), hyper(solver.omega, dtype)
-    itol = _infeasible_tol(solver.infeasible_tol, dtype)
+    sigma, omega = resolve_sigma(solver.sigma, f, dtype), hyper(solver.omega, dtype)
+    itol = scaled_infeasible_tol(solver.infeasible_tol, dtype)
     tol = hyper(tol, dtype)
     q = f.offset(b)
     if cfg.start == "point":

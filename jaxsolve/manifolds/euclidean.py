@@ -12,7 +12,8 @@ from jaxsolve.manifolds.base import Manifold, check_int, default_float, sym
 __all__ = ["Euclidean", "Symmetric"]
 
 
-def _shape(shape) -> tuple[int, ...]:
+def normalize_shape(shape) -> tuple[int, ...]:
+    """``shape`` (given as ints or as one tuple/list) as a nonempty tuple of checked ints."""
     if len(shape) == 1 and isinstance(shape[0], tuple | list):
         shape = tuple(shape[0])
     if not shape:
@@ -30,7 +31,7 @@ class Euclidean(Manifold):
     shape: tuple[int, ...]
 
     def __init__(self, *shape):
-        object.__setattr__(self, "shape", _shape(shape))
+        object.__setattr__(self, "shape", normalize_shape(shape))
 
     def proj(self, x, u):
         return u

@@ -36,7 +36,7 @@ paper's code does; use ``"sinkhorn"`` to stay strictly positive.
 
 Memory traffic (what keeps the time linear in ``n`` in practice, not only the work): the
 sweeps keep ``c``-vectors only (Dykstra's two correction arrays reduce to one column
-vector, see `_dykstra`; Sinkhorn keeps ``diag(rho) K diag(gamma)``), and every
+vector, see `dykstra_project`; Sinkhorn keeps ``diag(rho) K diag(gamma)``), and every
 row-local pass runs over cache-sized row blocks (Michelot's passes stay in the L2 cache),
 so a sweep reads the ``n x c`` data once; the result is written over an intermediate
 buffer (a fresh 80 MB array costs ~40 ms of page faults here, as much as ten sweeps'
@@ -173,7 +173,8 @@ def _rows_simplex_shifted(y, beta, a, *, write=False):
     return _blocked(fn, (y, a), init, write=write)
 
 
-def _violation(y, a, lo, hi):
+def constraint_violation(y, a, lo, hi):
+    """Largest violation by ``y`` of its row sums ``a`` and its column-sum slab ``[lo, hi]``."""
     s = jnp.sum(y, axis=0)
     return jnp.maximum(
         jnp.max(jnp.abs(jnp.sum(y, axis=1) - a)),
@@ -181,7 +182,7 @@ def _violation(y, a, lo, hi):
     )
 
 
-def _dykstra(y, a, lo, hi, tol, max_iter):
+def dykstra_project(y, a, lo, hi, tol, max_iter):
     r"""Dykstra's alternating projections onto the row set and the column slab, stored in
     one column vector.
 
@@ -242,7 +243,7 @@ def _dual(y, a, lo, hi, tol, max_iter):
     return _rows_simplex_shifted(y, beta, a, write=True)[1]
 
 
-def _sinkhorn(x, u, a, lo, hi, tol, max_iter):
+def sinkhorn_scale(x, u, a, lo, hi, tol, max_iter):
     r"""``X * exp(U / X)``, rows scaled to ``a``, then alternately columns (into the slab)
     and rows, kept as ``diag(rho) K diag(gamma)``: a sweep is one blocked read of ``K``
     (``rho = a / (K gamma)`` and the column sums ``gamma * (K^T rho)``); the result is
@@ -324,7 +325,7 @@ def rim_project(
         tol = 1e-12 if dt == jnp.float64 else 1e-6
     tol = jnp.asarray(tol, dt)
     if method == "dykstra":
-        return _dykstra(y, a, lo, hi, tol, max_iter)
+        return dykstra_project(y, a, lo, hi, tol, max_iter)
     if method == "dual":
         return _dual(y, a, lo, hi, tol, max_iter)
     raise ValueError(f"method must be 'dykstra' or 'dual', got {method!r}")
@@ -428,21 +429,21 @@ class RIM(Manifold):
         a, lo, hi = self._consts(dt)
         tol = self._tol(dt)
         if self.retraction == "sinkhorn":
-            return _sinkhorn(x, u, a, lo, hi, tol, self.max_iter)
+            return sinkhorn_scale(x, u, a, lo, hi, tol, self.max_iter)
         if self.retraction == "dual":
             return _dual(x + u, a, lo, hi, tol, self.max_iter)
-        return _dykstra(x + u, a, lo, hi, tol, self.max_iter)
+        return dykstra_project(x + u, a, lo, hi, tol, self.max_iter)
 
     def residual(self, x):
         a, lo, hi = self._consts(x.dtype)
-        return jnp.maximum(_violation(x, a, lo, hi), jnp.max(jnp.maximum(-x, 0)))
+        return jnp.maximum(constraint_violation(x, a, lo, hi), jnp.max(jnp.maximum(-x, 0)))
 
     def random_point(self, key, dtype=None):
         dt = default_float(dtype)
         a, lo, hi = self._consts(dt)
         z = jax.random.uniform(key, (self.n, self.c), dt, 0.5, 1.5)
         z = z * (a / jnp.sum(z, axis=1))[:, None]
-        return _sinkhorn(z, jnp.zeros_like(z), a, lo, hi, self._tol(dt), 10 * self.max_iter)
+        return sinkhorn_scale(z, jnp.zeros_like(z), a, lo, hi, self._tol(dt), 10 * self.max_iter)
 
     @property
     def dim(self) -> int:

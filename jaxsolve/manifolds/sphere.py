@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxsolve.manifolds.base import Manifold, check_int, default_float
-from jaxsolve.manifolds.euclidean import _shape
+from jaxsolve.manifolds.euclidean import normalize_shape
 
 __all__ = ["Sphere", "Oblique"]
 
@@ -32,7 +32,7 @@ class Sphere(Manifold):
     shape: tuple[int, ...]
 
     def __init__(self, *shape):
-        object.__setattr__(self, "shape", _shape(shape))
+        object.__setattr__(self, "shape", normalize_shape(shape))
         if self.size < 2:
             raise ValueError(f"Sphere needs at least 2 entries, got shape {self.shape}")
 

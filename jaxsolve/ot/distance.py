@@ -12,15 +12,15 @@ from jaxtyping import Array, ArrayLike, Float
 from jaxsolve.core import solve
 from jaxsolve.core.protocol import AbstractSolver, hyper
 from jaxsolve.ot.grid import Grid
-from jaxsolve.ot.sobolev import _check_densities, _check_grid
+from jaxsolve.ot.sobolev import check_densities, check_grid
 from jaxsolve.ot.transforms import (
-    _cell_potential,
-    _half_sq_norm,
-    _map_from_conjugate,
-    _plan_cost,
     c_transform,
+    cell_potential,
+    half_sq_norm,
     inverse_laplacian,
     legendre,
+    map_from_conjugate,
+    plan_cost,
     pushforward,
 )
 
@@ -37,14 +37,14 @@ class _W2State(NamedTuple):
 
 
 def _evaluate(f, a, b, grid, sub):
-    q = _half_sq_norm(grid, f.dtype)
+    q = half_sq_norm(grid, f.dtype)
     psi = legendre(q - f, grid, queries="corners", sub=sub)
-    pts = _map_from_conjugate(psi, grid, sub)
+    pts = map_from_conjugate(psi, grid, sub)
     rho = pushforward(a, pts, grid)
     resid = (b - rho) * grid.size
     h = inverse_laplacian(resid, grid)
     err = jnp.sqrt(jnp.maximum(jnp.mean(resid * h), 0.0))
-    return h, err, _plan_cost(a, pts, grid, sub)
+    return h, err, plan_cost(a, pts, grid, sub)
 
 
 class _W2Ascent(AbstractSolver):
@@ -109,11 +109,11 @@ def w2(
     their own first-order effect vanishes at the optimum, so the error is first order in the
     dual residual ``tol``.
     """
-    a = _check_densities("a", a, batch=False)
-    b = _check_densities("b", b, batch=False)
+    a = check_densities("a", a, batch=False)
+    b = check_densities("b", b, batch=False)
     if a.shape != b.shape:
         raise ValueError(f"a and b live on different grids: {a.shape} and {b.shape}")
-    grid = _check_grid("a", grid, a.shape)
+    grid = check_grid("a", grid, a.shape)
     dtype = jnp.result_type(a.dtype, b.dtype)
     a = (a / jnp.sum(a)).astype(dtype)
     b = (b / jnp.sum(b)).astype(dtype)
@@ -123,12 +123,12 @@ def w2(
     solver = _W2Ascent(stepsize=stepsize, subsample=int(subsample))
     sol = solve(solver, jnp.zeros(grid.shape, dtype), (sg(a), sg(b)), tol=tol, max_steps=max_steps)
     f = sg(sol.state.x)
-    q = _half_sq_norm(grid, f.dtype)
+    q = half_sq_norm(grid, f.dtype)
     # the b-side potential is f^cc (>= f, same c-transform): grid points where q - f lies above
     # its convex envelope never receive an argmax, and the iteration leaves f arbitrary there
     fcc = sg(c_transform(c_transform(f, grid), grid))
     g = sg(
-        _cell_potential(
+        cell_potential(
             legendre(q - f, grid, queries="corners", sub=int(subsample)), grid, int(subsample)
         )
     )

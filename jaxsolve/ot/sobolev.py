@@ -35,16 +35,16 @@ from jaxsolve.core.protocol import AbstractSolver, hyper
 from jaxsolve.core.validation import is_concrete
 from jaxsolve.ot.grid import Grid
 from jaxsolve.ot.transforms import (
-    _cell_potential,
-    _half_sq_norm,
-    _inverse_laplacian,
-    _laguerre_plan_cost_1d,
-    _laguerre_pushforward_1d,
-    _map_from_conjugate,
-    _plan_cost,
-    _refine,
+    cell_potential,
+    half_sq_norm,
+    inverse_laplacian_batched,
+    laguerre_plan_cost_1d,
+    laguerre_pushforward_1d,
     legendre,
+    map_from_conjugate,
+    plan_cost,
     pushforward,
+    refine_histogram,
 )
 
 __all__ = [
@@ -109,30 +109,30 @@ def _normalize(densities):
 def _evaluate(f, hists, weights, grid, sub, method):
     """Pushforwards, their weighted mean, the Sobolev gradients, the residual norm, 2 D(f)."""
     N = grid.size
-    q_corner = _half_sq_norm(grid, f.dtype, "corners", sub)
+    q_corner = half_sq_norm(grid, f.dtype, "corners", sub)
 
-    q = _half_sq_norm(grid, f.dtype)
+    q = half_sq_norm(grid, f.dtype)
     psi = legendre(q[None] - f, grid, queries="corners", sub=sub, method=method)
 
     def one(psi_i, hist):
         if grid.ndim == 1:
             rho = None
         else:
-            rho = pushforward(hist, _map_from_conjugate(psi_i, grid, sub), grid)
+            rho = pushforward(hist, map_from_conjugate(psi_i, grid, sub), grid)
         fc = q_corner - psi_i
         # f^c at the sub-cell centres ~ mean of its corners; integrate against mu
         for a in range(grid.ndim):
             lo = jax.lax.slice_in_dim(fc, 0, fc.shape[a] - 1, axis=a)
             hi = jax.lax.slice_in_dim(fc, 1, fc.shape[a], axis=a)
             fc = 0.5 * (lo + hi)
-        return rho, jnp.sum(_refine(hist, sub) * fc)
+        return rho, jnp.sum(refine_histogram(hist, sub) * fc)
 
     rho, dual = jax.vmap(one)(psi, hists)
-    if grid.ndim == 1:  # exact: the semi-discrete image (see _laguerre_pushforward_1d)
-        rho = _laguerre_pushforward_1d(q[None] - f, hists)
+    if grid.ndim == 1:  # exact: the semi-discrete image (see laguerre_pushforward_1d)
+        rho = laguerre_pushforward_1d(q[None] - f, hists)
     rbar = jnp.tensordot(weights, rho, axes=1)
     resid = (rbar[None] - rho) * N  # densities w.r.t. Lebesgue (mean one)
-    h = _inverse_laplacian(resid, grid)
+    h = inverse_laplacian_batched(resid, grid)
     axes = tuple(range(1, resid.ndim))
     g2 = jnp.sum(weights * jnp.mean(resid * h, axis=axes))
     err = jnp.sqrt(jnp.maximum(g2, 0.0))
@@ -326,7 +326,8 @@ def sobolev_barycenter(
 
 
 # ----------------------------------------------------------------------------- validation
-def _check_densities(name, densities, *, batch: bool):
+def check_densities(name, densities, *, batch: bool):
+    """``densities`` as a checked array: float32/64, a 1- to 3-d grid, finite, >= 0, mass > 0."""
     arr = jnp.asarray(densities)
     if not jnp.issubdtype(arr.dtype, jnp.floating):
         raise TypeError(
@@ -368,7 +369,8 @@ def _check_densities(name, densities, *, batch: bool):
     return arr
 
 
-def _check_grid(name, grid, shape):
+def check_grid(name, grid, shape):
+    """``grid`` as a `Grid` (``Grid(shape)`` when None), checked to match ``shape``."""
     if grid is None:
         return Grid(shape)
     if not isinstance(grid, Grid):
@@ -466,8 +468,8 @@ def barycenter(
         if len(shapes) > 1:
             raise ValueError(f"densities live on different grids: shapes {sorted(shapes)}")
         densities = jnp.stack([jnp.asarray(d) for d in densities])
-    dens = _check_densities("densities", densities, batch=True)
-    grid = _check_grid("densities", grid, dens.shape[1:])
+    dens = check_densities("densities", densities, batch=True)
+    grid = check_grid("densities", grid, dens.shape[1:])
     w = _check_weights(weights, dens.shape[0], dens.dtype)
     solver = sobolev_barycenter(stepsize=stepsize, subsample=subsample, schedule=schedule)
     tol = _default_tol(dens.dtype, grid) if tol is None else tol
@@ -597,16 +599,16 @@ def barycenter_functional(
     sub = int(subsample)
     hists = _normalize(dens)
     f = sg(sol.state.potentials)
-    q = _half_sq_norm(grid, f.dtype)
+    q = half_sq_norm(grid, f.dtype)
     psi = legendre(q[None] - f, grid, queries="corners", sub=sub)
     if grid.ndim == 1:  # the exact plan of the exact 1D pushforward
-        costs = _laguerre_plan_cost_1d(q[None] - f, sg(hists))
+        costs = laguerre_plan_cost_1d(q[None] - f, sg(hists))
     else:
-        costs = jax.vmap(lambda p, h: _plan_cost(h, _map_from_conjugate(p, grid, sub), grid, sub))(
+        costs = jax.vmap(lambda p, h: plan_cost(h, map_from_conjugate(p, grid, sub), grid, sub))(
             psi, sg(hists)
         )
     costs = sg(costs)
-    g = sg(jax.vmap(lambda p: _cell_potential(p, grid, sub))(psi))
+    g = sg(jax.vmap(lambda p: cell_potential(p, grid, sub))(psi))
     axes = tuple(range(1, dens.ndim))
     lin = 2.0 * jnp.sum(g * (hists - sg(hists)), axis=axes)
     return jnp.sum(w * (costs + lin)), sol

@@ -248,7 +248,8 @@ def _legendre(u, grid, *, queries="centres", sub=1, method="auto"):
     return out
 
 
-def _half_sq_norm(grid, dtype, queries="centres", sub=1):
+def half_sq_norm(grid, dtype, queries="centres", sub=1):
+    r"""$q(x) = \tfrac12 |x|^2$ at the cell centres, or the ``sub``-refined grid's corners."""
     axes = []
     for n in grid.shape:
         if queries == "centres":
@@ -273,7 +274,7 @@ def c_transform(
     $q = \tfrac12|\cdot|^2$: one `legendre` transform (linear time per line).
     """
     grid = Grid(f.shape) if grid is None else grid
-    q = _half_sq_norm(grid, f.dtype)
+    q = half_sq_norm(grid, f.dtype)
     return q - legendre(q - f, grid, method=method)
 
 
@@ -293,12 +294,12 @@ def transport_map(
     Returns an array of shape ``(*[sub * n_a], d)`` of image points.
     """
     grid = Grid(f.shape) if grid is None else grid
-    q = _half_sq_norm(grid, f.dtype)
+    q = half_sq_norm(grid, f.dtype)
     psi = legendre(q - f, grid, queries="corners", sub=sub, method=method)
-    return _map_from_conjugate(psi, grid, sub)
+    return map_from_conjugate(psi, grid, sub)
 
 
-def _map_from_conjugate(psi, grid, sub):
+def map_from_conjugate(psi, grid, sub):
     """Gradient of the multilinear interpolant of corner values ``psi`` at sub-cell centres."""
     comps = []
     for a in range(grid.ndim):
@@ -312,7 +313,8 @@ def _map_from_conjugate(psi, grid, sub):
     return jnp.stack(comps, axis=-1)
 
 
-def _refine(hist, sub):
+def refine_histogram(hist, sub):
+    """``hist`` on the ``sub``-refined grid, each cell's mass split evenly over its sub-cells."""
     out = hist
     for a in range(hist.ndim):
         out = jnp.repeat(out, sub, axis=a)
@@ -341,7 +343,7 @@ def pushforward(
         raise ValueError(
             f"points must have shape (sub*n_a ..., d) for grid {grid.shape}, got {points.shape}"
         )
-    mass = _refine(hist, sub).reshape(-1)
+    mass = refine_histogram(hist, sub).reshape(-1)
     pts = points.reshape(-1, d)
     idx, frac = [], []
     for a, n in enumerate(grid.shape):
@@ -384,8 +386,11 @@ def _periodic_eigenvalues(grid: Grid, dtype):
     return lam
 
 
-def _inverse_laplacian(r, grid):
-    """Batched over leading axes; the grid axes are the trailing ``grid.ndim`` axes."""
+def inverse_laplacian_batched(r, grid):
+    """`inverse_laplacian` (Neumann, zero mean) of ``r`` on ``grid``, unjitted and batched.
+
+    Batched over leading axes; the grid axes are the trailing ``grid.ndim`` axes.
+    """
     d = grid.ndim
     axes = tuple(range(r.ndim - d, r.ndim))
     ext = r
@@ -416,7 +421,7 @@ def inverse_laplacian(
     homogeneous Sobolev space $\dot H^1$ used by SGA/BFM.
     """
     grid = Grid(r.shape) if grid is None else grid
-    return _inverse_laplacian(r, grid)
+    return inverse_laplacian_batched(r, grid)
 
 
 def _laguerre_intervals_1d(u):
@@ -451,7 +456,7 @@ def _laguerre_intervals_1d(u):
     return jnp.clip(du * n / (right - left).astype(u.dtype), 0.0, 1.0)
 
 
-def _laguerre_pushforward_1d(u, hist):
+def laguerre_pushforward_1d(u, hist):
     r"""Exact image of cell-uniform 1D densities under the semi-discrete map of ``u``.
 
     ``u = q - f`` (shape ``(L, n)``, values at the cell centres ``y_j``) and ``hist``
@@ -474,8 +479,8 @@ def _laguerre_pushforward_1d(u, hist):
     return jnp.diff(G, axis=1)
 
 
-def _laguerre_plan_cost_1d(u, hist):
-    r"""Cost $\int |x - T(x)|^2 d\mu(x)$ of the plan of `_laguerre_pushforward_1d`.
+def laguerre_plan_cost_1d(u, hist):
+    r"""Cost $\int |x - T(x)|^2 d\mu(x)$ of the plan of `laguerre_pushforward_1d`.
 
     The exact semi-discrete cost for densities uniform on each cell (cell ``k``'s part in
     the Laguerre interval of ``y_j`` goes to ``y_j``). Shapes ``(L, n)``; returns ``(L,)``.
@@ -493,10 +498,10 @@ def _laguerre_plan_cost_1d(u, hist):
     return jnp.einsum("lk,lkj->l", hist, jnp.where(b > a, moment, 0.0))
 
 
-def _plan_cost(hist, pts, grid, sub):
+def plan_cost(hist, pts, grid, sub):
     """Cost sum |c(x) - y|^2 of the cloud-in-cell plan from the cell centres c(x) of ``hist``."""
     d = grid.ndim
-    mass = _refine(hist, sub).reshape(-1)
+    mass = refine_histogram(hist, sub).reshape(-1)
     pts = pts.reshape(-1, d)
     centres = jnp.stack(
         jnp.meshgrid(
@@ -523,11 +528,11 @@ def _plan_cost(hist, pts, grid, sub):
     return total
 
 
-def _cell_potential(psi, grid, sub):
+def cell_potential(psi, grid, sub):
     r"""Cell averages of $f^c = q - \psi$ from corner values of $\psi$ on the
     ``sub``-refined grid (corner means per sub-cell, then sub-cell means per cell): the
     derivative of $\int f^c\, d\mu$ with respect to the mass of a cell-uniform density."""
-    fc = _half_sq_norm(grid, psi.dtype, "corners", sub) - psi
+    fc = half_sq_norm(grid, psi.dtype, "corners", sub) - psi
     for a in range(grid.ndim):
         lo = jax.lax.slice_in_dim(fc, 0, fc.shape[a] - 1, axis=a)
         hi = jax.lax.slice_in_dim(fc, 1, fc.shape[a], axis=a)

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from jaxsolve.projections._common import as_param, as_point, check_nonneg
-from jaxsolve.projections.simplex import _simplex_flat
+from jaxsolve.projections.simplex import project_simplex_flat
 
 __all__ = ["l1_ball", "l2_ball"]
 
@@ -34,7 +34,7 @@ def l1_ball(x: Float[Array, " ..."], r: float | jax.Array = 1.0) -> Float[Array,
     check_nonneg("r", r)
     v = x.ravel()
     inside = jnp.sum(jnp.abs(v)) <= r
-    out = jnp.where(inside, v, jnp.sign(v) * _simplex_flat(jnp.abs(v), r))
+    out = jnp.where(inside, v, jnp.sign(v) * project_simplex_flat(jnp.abs(v), r))
     return out.reshape(x.shape)
 
 

@@ -27,7 +27,8 @@ from jaxsolve.projections._threshold import threshold
 __all__ = ["simplex", "capped_simplex"]
 
 
-def _simplex_flat(v: jax.Array, s: jax.Array) -> jax.Array:
+def project_simplex_flat(v: jax.Array, s: jax.Array) -> jax.Array:
+    """Euclidean projection of the 1-D ``v`` onto the simplex ``{x >= 0, sum(x) = s}``."""
     # +inf entries: the projection's limit puts the whole mass s on them, split evenly
     # (the sort below would give inf - inf = NaN and then all zeros, off the simplex)
     pinf = v == jnp.inf
@@ -77,7 +78,7 @@ def simplex(x: Float[Array, " ..."], s: float | jax.Array = 1.0) -> Float[Array,
     x = as_point("x", x)
     s = as_param("s", s, x)
     check_nonneg("s", s)
-    return _simplex_flat(x.ravel(), s).reshape(x.shape)
+    return project_simplex_flat(x.ravel(), s).reshape(x.shape)
 
 
 def _finite_stand_in(v, k):

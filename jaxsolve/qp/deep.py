@@ -52,7 +52,14 @@ from jax.scipy.linalg import cho_solve
 
 from jaxsolve.core import Status
 from jaxsolve.core.protocol import AbstractSolver, hyper
-from jaxsolve.qp.flexqp import _EQ_WEIGHT, _FREE_RHO, _prepare, _relaxed_update, _residuals, flexqp
+from jaxsolve.qp.flexqp import (
+    EQ_RHO_WEIGHT,
+    FREE_ROW_RHO,
+    flexqp,
+    kkt_residuals,
+    prepare_scaled,
+    relaxed_update,
+)
 from jaxsolve.qp.problem import QP
 
 __all__ = [
@@ -189,7 +196,7 @@ class Policies(eqx.Module):
         """Hand-tuned FlexQP's parameters (equality rows get ``1e3 rho`` as there)."""
         return cls(
             ConstantPolicy(jnp.array([rho, mu])),
-            ConstantPolicy(jnp.array([_EQ_WEIGHT * rho, mu])),
+            ConstantPolicy(jnp.array([EQ_RHO_WEIGHT * rho, mu])),
             ConstantPolicy(jnp.array([alpha])),
             constant=True,
         )
@@ -220,12 +227,12 @@ class DeepFlexQP(AbstractSolver):
             rho = _log_range(out[:, 0], rr[0], rr[1])
             mu = _log_range(out[:, 1], mr[0], mr[1])
             alpha = ar[0] + out_a[0, 0] * (ar[1] - ar[0])
-        rho = jnp.where(free, jnp.asarray(_FREE_RHO, dtype), rho)
+        rho = jnp.where(free, jnp.asarray(FREE_ROW_RHO, dtype), rho)
         return rho.astype(dtype), mu.astype(dtype), jnp.asarray(alpha, dtype), (h_i, h_e, h_a)
 
     def _data(self, qp: QP):
         hp = flexqp(sigma=self.sigma).hyper(qp.q.dtype)
-        return _prepare(qp, hp, 0)  # scaling off: D = E = 1, c = 1
+        return prepare_scaled(qp, hp, 0)  # scaling off: D = E = 1, c = 1
 
     def init(self, x0, qp: QP) -> DeepFlexQPState:
         dtype = qp.q.dtype
@@ -236,7 +243,7 @@ class DeepFlexQP(AbstractSolver):
         y = jnp.zeros_like(z)
         pol = self.policies
         hidden = (pol.ineq.initial(m, dtype), pol.eq.initial(m, dtype), pol.alpha.initial(1, dtype))
-        res = _residuals(d, x, z, y, jnp.asarray(False))
+        res = kkt_residuals(d, x, z, y, jnp.asarray(False))
         one = jnp.ones((m,), dtype)
         return DeepFlexQPState(
             x=x,
@@ -272,9 +279,9 @@ class DeepFlexQP(AbstractSolver):
         # by (zh - u) = -inf (NaN); the error needs no derivative at all
         big = jnp.finfo(dtype).max ** 0.5
         lo, up = jnp.maximum(d.l, -big), jnp.minimum(d.u, big)
-        zn, yn = _relaxed_update(zh, y, rho, mu, lo, up)
+        zn, yn = relaxed_update(zh, y, rho, mu, lo, up)
         sg = jax.lax.stop_gradient
-        res = _residuals(d, sg(xn), sg(zn), sg(yn), jnp.asarray(False))
+        res = kkt_residuals(d, sg(xn), sg(zn), sg(yn), jnp.asarray(False))
         new = DeepFlexQPState(
             x=xn,
             iter_num=state.iter_num + 1,

@@ -24,13 +24,15 @@ from jax.scipy.linalg import cho_solve, solve_triangular
 from jaxsolve.core import Status
 from jaxsolve.core.protocol import AbstractSolver, hyper
 from jaxsolve.qp.certify import RADIUS_FACTOR, exclusion_radius
-from jaxsolve.qp.problem import QP, _dist
+from jaxsolve.qp.problem import QP, interval_distance
 
 __all__ = ["flexqp", "FlexQP", "FlexQPState", "FlexQPInfo", "WarmStart", "kkt_residual"]
 
 _RHO_MIN, _RHO_MAX = 1e-6, 1e6
-_EQ_WEIGHT = 1e3  # OSQP: equality rows get 1e3 * rho
-_FREE_RHO = 1e-6  # rows with both bounds infinite
+#: Penalty multiplier of equality rows (OSQP: equality rows get 1e3 * rho).
+EQ_RHO_WEIGHT = 1e3
+#: Penalty of free rows (both bounds infinite).
+FREE_ROW_RHO = 1e-6
 _MIN_SCALING, _MAX_SCALING = 1e-4, 1e4
 
 
@@ -159,7 +161,7 @@ def _ruiz(P, q, A, iters):
 
 
 def _rho_vec(data: Scaled, rho):
-    return jnp.where(data.free, _FREE_RHO, jnp.where(data.eq, _EQ_WEIGHT * rho, rho))
+    return jnp.where(data.free, FREE_ROW_RHO, jnp.where(data.eq, EQ_RHO_WEIGHT * rho, rho))
 
 
 def _split_inverse(dtype) -> bool:
@@ -277,7 +279,7 @@ def _prox(v, lo, up, t):
     return jnp.where(v > up, jnp.maximum(up, v - t), jnp.where(v < lo, jnp.minimum(lo, v + t), v))
 
 
-def _relaxed_update(zh, y, rv, mv, lo, up, ri=None):
+def relaxed_update(zh, y, rv, mv, lo, up, ri=None):
     """``z = prox_{(mu/rho) dist}(v)``, ``y = rho (v - z)`` with ``v = zh + y/rho``.
 
     Written without forming ``v - mu/rho``: with large elastic weights ``v`` and
@@ -311,7 +313,8 @@ def _sigma(hp, dtype):
     return jnp.maximum(hp.sigma, 50 * jnp.finfo(dtype).eps)
 
 
-def _prepare(qp: QP, hp, scaling_iters):
+def prepare_scaled(qp: QP, hp, scaling_iters):
+    """The Ruiz-equilibrated `Scaled` data of ``qp`` (row masks, sigma, norms) FlexQP runs on."""
     P, q, A, l, u = qp
     dtype = q.dtype
     D, E, c = jax.lax.stop_gradient(_ruiz(*jax.lax.stop_gradient((P, q, A)), scaling_iters))
@@ -341,7 +344,7 @@ class _Res(NamedTuple):
     Ax: Any
 
 
-def _residuals(d: Scaled, x, z, y, pending_on):
+def kkt_residuals(d: Scaled, x, z, y, pending_on):
     """Residuals and error at scaled ``(x, z, y)``; ``y=None`` stands for ``y = 0`` (a
     cold start: the two passes over ``A`` for ``A'y`` and ``|A|'|y|`` are skipped)."""
     Px = d.P @ x
@@ -384,8 +387,8 @@ def _residuals(d: Scaled, x, z, y, pending_on):
     # problem as given meets tol relative to its own size.
     row = 1.0 + jnp.maximum(jnp.maximum(jnp.abs(Ax_u), jnp.abs(z_u)), d.anorm * _amax(d.D * x))
     kkt = jnp.maximum(kkt, _amax(jnp.abs(Ax_u - z_u) / row))
-    sat_abs = _amax(_dist(z_u, d.lo, d.up))
-    sat = jnp.maximum(sat_abs / (1.0 + _amax(z_u)), _amax(_dist(z_u, d.lo, d.up) / row))
+    sat_abs = _amax(interval_distance(z_u, d.lo, d.up))
+    sat = jnp.maximum(sat_abs / (1.0 + _amax(z_u)), _amax(interval_distance(z_u, d.lo, d.up) / row))
     error = jnp.maximum(kkt, jnp.where(pending_on, sat, 0.0))
     rp = _amax(Ax - z)
     rd = _amax(Px + d.q + Aty)
@@ -396,7 +399,7 @@ def _residuals(d: Scaled, x, z, y, pending_on):
 
 def _violation(d: Scaled, Ax):
     """Per-row violation ``dist(A x, [l, u])`` from the scaled product ``Ax = E A D xs``."""
-    return _dist(Ax / d.E, d.lo, d.up)
+    return interval_distance(Ax / d.E, d.lo, d.up)
 
 
 def _mu_vec(d: Scaled, level):
@@ -422,7 +425,7 @@ def _init(solver: FlexQP, x0, qp: QP) -> FlexQPState:
     dtype = qp.q.dtype
     hp = solver.hyper(dtype)
     kkt_inverse = solver.kkt_inverse
-    d = _prepare(qp, hp, solver.scaling_iters)
+    d = prepare_scaled(qp, hp, solver.scaling_iters)
     if isinstance(x0, WarmStart):
         x0v = jnp.asarray(x0.x, dtype)
         xs = x0v / d.D
@@ -439,7 +442,7 @@ def _init(solver: FlexQP, x0, qp: QP) -> FlexQPState:
         level = jnp.minimum(hp.mu, hp.mu_max)
     L = _factor(d, rho, kkt_inverse)
     cold = not isinstance(x0, WarmStart)
-    res = _residuals(d, xs, zs, None if cold else ys, level < hp.mu_max)
+    res = kkt_residuals(d, xs, zs, None if cold else ys, level < hp.mu_max)
     x, z, y = _unscale(d, xs, zs, ys)
     return FlexQPState(
         x=x,
@@ -489,7 +492,7 @@ def _admm_block(d: Scaled, L, xs, zs, ys, rho, level, hp, k, inverse, recip=Fals
         zt = d.A @ xt
         xn = alpha * xt + (1 - alpha) * x
         zh = alpha * zt + (1 - alpha) * z
-        zn, yn = _relaxed_update(zh, y, rv, mv, d.l, d.u, ri)
+        zn, yn = relaxed_update(zh, y, rv, mv, d.l, d.u, ri)
         return xn, zn, yn
 
     return jax.lax.fori_loop(0, k, body, (xs, zs, ys))
@@ -533,7 +536,7 @@ def _step(
         hoist=lanes is None,
     )
     level = state.mu_level
-    res = _residuals(d, xs, zs, ys, level < hp.mu_max)
+    res = kkt_residuals(d, xs, zs, ys, level < hp.mu_max)
 
     # Elastic weight: when the relaxed iteration has settled (KKT residual small against
     # the violation it keeps) and rows are still violated with saturated multipliers,
@@ -759,7 +762,7 @@ def _polish(
             x, z, y, ya, Ax, act = _polish_once(
                 d, x, y, sat_up, sat_lo, act_up, act_lo, mv, dlt, ref
             )
-            r = _residuals(d, x, z, y, pending)
+            r = kkt_residuals(d, x, z, y, pending)
             ok = jnp.isfinite(r.error) & (r.error < best[3].error)
             best = jax.tree.map(lambda a, b: jnp.where(ok, a, b), (x, z, y, r), best)
             sat_up, sat_lo, act_up, act_lo = _reclassify(d, Ax, jnp.where(act, ya, y), mv)
@@ -819,7 +822,7 @@ def _residuals_now(solver: FlexQP, state: FlexQPState):
     grow, and the residuals at the state's own iterates."""
     hp = solver.hyper(state.xs)
     pending = state.mu_level < hp.mu_max
-    return hp, pending, _residuals(state.data, state.xs, state.zs, state.ys, pending)
+    return hp, pending, kkt_residuals(state.data, state.xs, state.zs, state.ys, pending)
 
 
 def _polish_state(solver: FlexQP, state: FlexQPState, qp: QP) -> FlexQPState:

@@ -54,15 +54,15 @@ import jax
 import jax.numpy as jnp
 
 from jaxsolve.core.batch import (
-    _take,
     apply_gathered,
     by_chunks,
     final_by_chunks,
     lane_select,
     lockstep_rounds,
     run_tail,
+    tree_take,
 )
-from jaxsolve.core.driver import _done
+from jaxsolve.core.driver import is_done
 from jaxsolve.qp.flexqp import FlexQP, WarmStart
 
 __all__ = ["solve_lockstep"]
@@ -109,7 +109,7 @@ def _refactor(solver: FlexQP, s, need, rho_new, h):
     def group(j, carry):
         L, rho = carry
         idx = jax.lax.dynamic_slice(order, (j * h,), (h,))
-        Lnew = jax.vmap(solver.refactor)(_take(s.data, idx), rho_new[idx])
+        Lnew = jax.vmap(solver.refactor)(tree_take(s.data, idx), rho_new[idx])
         ok = need[idx] & jnp.all(jnp.isfinite(Lnew), axis=(-2, -1))
         L = L.at[idx].set(jnp.where(ok[:, None, None], Lnew, L[idx]))
         rho = rho.at[idx].set(jnp.where(ok, rho_new[idx], rho[idx]))
@@ -231,7 +231,7 @@ def solve_lockstep(
     polish_one = solver.polish_step
 
     def active(s, k):
-        return ~_done(s, tol) & (k < max_steps)
+        return ~is_done(s, tol) & (k < max_steps)
 
     def running(p: _Pool):
         # a lane pauses (for the next round's polish) below its threshold or at its

@@ -120,10 +120,10 @@ class QP(NamedTuple):
 
     def violation(self, x):
         """Per-row violation ``dist(A x, [l, u])`` (>= 0)."""
-        return _dist(self.A @ x, self.l, self.u)
+        return interval_distance(self.A @ x, self.l, self.u)
 
 
-def _dist(v, lo, up):
+def interval_distance(v, lo, up):
     """Per-entry distance of ``v`` to the interval ``[lo, up]`` (FlexQP's row violation)."""
     return jnp.maximum(v - up, 0) + jnp.maximum(lo - v, 0)
 
