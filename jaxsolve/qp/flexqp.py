@@ -24,7 +24,7 @@ from jax.scipy.linalg import cho_solve, solve_triangular
 from jaxsolve.core import Status
 from jaxsolve.core.protocol import AbstractSolver, hyper
 from jaxsolve.qp.certify import RADIUS_FACTOR, exclusion_radius
-from jaxsolve.qp.problem import QP, interval_distance
+from jaxsolve.qp.problem import QP, interval_distance, with_constraint_rows
 
 __all__ = ["flexqp", "FlexQP", "FlexQPState", "FlexQPInfo", "WarmStart", "kkt_residual"]
 
@@ -1004,13 +1004,13 @@ class FlexQP(AbstractSolver):
         )
 
     def init(self, x0, args: QP) -> FlexQPState:
-        return _init(self, x0, args)
+        return _init(self, x0, with_constraint_rows(args))
 
     def step(self, state: FlexQPState, args: QP, options=None) -> tuple[FlexQPState, FlexQPInfo]:
-        return _step(self, state, args, options)
+        return _step(self, state, with_constraint_rows(args), options)
 
     def finalize(self, state: FlexQPState, args: QP, converged) -> FlexQPState:
-        return _finalize(self, state, args, converged)
+        return _finalize(self, state, with_constraint_rows(args), converged)
 
     # --- implicit differentiation (jaxsolve.core.adjoint's implicit_root hook) ---------
 
@@ -1026,7 +1026,7 @@ class FlexQP(AbstractSolver):
         matrix of the relaxed problem (violated rows enter with their fixed multiplier
         ``+-mu``), solved by least squares (`kkt_lstsq`)."""
         n = state.x.shape[-1]
-        rx, ry = kkt_residual((z[:n], z[n:]), args, state.mu)
+        rx, ry = kkt_residual((z[:n], z[n:]), with_constraint_rows(args), state.mu)
         return jnp.concatenate([rx, ry])
 
     # --- hooks of lockstep batches (jaxsolve.qp.lockstep) -----------------------------

@@ -162,7 +162,9 @@ def residuals_after(
     out = []
     for s in range(0, count, chunk):
         part = jax.tree.map(lambda v, s=s: v[s : s + chunk], qps)
-        out.append(np.asarray(_residuals_chunk(policies, part, keys[s : s + chunk], jnp.asarray(scale), K)))
+        out.append(
+            np.asarray(_residuals_chunk(policies, part, keys[s : s + chunk], jnp.asarray(scale), K))
+        )
     return np.concatenate(out)
 
 

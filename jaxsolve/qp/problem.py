@@ -27,16 +27,19 @@ class QP(NamedTuple):
     Attributes:
         P: ``(n, n)`` symmetric positive semidefinite matrix (zeros for an LP).
         q: ``(n,)`` linear cost.
-        A: ``(m, n)`` constraint matrix.
+        A: ``(m, n)`` constraint matrix; ``QP(P, q)`` (``A, l, u`` None) is a QP
+            without constraints, which `validate_qp` (and so `solve_qp`) gives one
+            free row ``-inf <= 0 x <= inf`` (``m = 0`` arrays are given it too: XLA
+            aborts the process on some zero-size reductions).
         l: ``(m,)`` lower bounds (``-inf`` where absent).
         u: ``(m,)`` upper bounds (``+inf`` where absent; ``l = u`` for an equality).
     """
 
     P: Float[Array, "n n"]
     q: Float[Array, " n"]
-    A: Float[Array, "m n"]
-    l: Float[Array, " m"]
-    u: Float[Array, " m"]
+    A: Float[Array, "m n"] | None = None
+    l: Float[Array, " m"] | None = None
+    u: Float[Array, " m"] | None = None
 
     @property
     def n(self) -> int:
@@ -44,7 +47,7 @@ class QP(NamedTuple):
 
     @property
     def m(self) -> int:
-        return self.l.shape[-1]
+        return 0 if self.l is None else self.l.shape[-1]
 
     @classmethod
     def from_standard_form(
@@ -144,11 +147,12 @@ def validate_qp(qp: QP, *, batched: bool | None = None) -> QP:
     """
     if not isinstance(qp, QP):
         raise TypeError(f"qp must be a jaxsolve.qp.QP, got {type(qp).__name__}")
+    qp = with_constraint_rows(qp)
     for name, leaf in zip(QP._fields, qp, strict=True):
         if leaf is None:
             raise TypeError(
-                f"{name} is None: a QP needs all of P, q, A, l, u as arrays (no constraints: "
-                "A = zeros((0, n)), l = u = zeros(0); or QP.from_standard_form)"
+                f"{name} is None: a QP needs P and q, and A, l, u together (all three "
+                "None: no constraints, QP(P, q))"
             )
         check_floating(name, leaf)
         if jnp.result_type(leaf) in (jnp.bfloat16, jnp.float16):
@@ -217,6 +221,27 @@ def validate_qp(qp: QP, *, batched: bool | None = None) -> QP:
         raise ValueError("l may not be +inf and u may not be -inf")
     _check_psd(Pn)
     return qp
+
+
+def with_constraint_rows(qp: QP) -> QP:
+    """``QP(P, q)`` or zero constraint rows: one free row ``-inf <= 0 x <= inf`` instead
+    (the same problem; XLA aborts on some zero-size reductions, so ``m = 0`` never
+    reaches a solver). Anything else is returned as it is."""
+    P, q, A, l, u = qp
+    if q is None or not hasattr(q, "shape"):
+        return qp
+    empty = A is None and l is None and u is None
+    if not empty and all(hasattr(v, "shape") for v in (A, l, u)):
+        empty = A.shape[-2:-1] == (0,) and l.shape[-1:] == (0,) and u.shape[-1:] == (0,)
+    if not empty:
+        return qp
+    dt = jnp.result_type(q)
+    lead = tuple(q.shape[:-1])
+    return qp._replace(
+        A=jnp.zeros((*lead, 1, q.shape[-1]), dt),
+        l=jnp.full((*lead, 1), -jnp.inf, dt),
+        u=jnp.full((*lead, 1), jnp.inf, dt),
+    )
 
 
 def psd_shift(P):

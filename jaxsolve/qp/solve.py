@@ -306,7 +306,7 @@ def solve_qp(
     solver, and the batch engines attach it with
     `implicit_solution`.
     """
-    validate_qp(qp)
+    qp = validate_qp(qp)
     user_hyper = dict(hyper)
     if loop not in ("while", "fixed"):
         raise ValueError(f"loop must be 'while' or 'fixed', got {loop!r}")

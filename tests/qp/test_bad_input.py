@@ -39,7 +39,7 @@ ERRORS = [
     ),
     ("int P", lambda: solve_qp(_BOX._replace(P=jnp.eye(3, dtype=jnp.int32))), TypeError, "P"),
     ("bfloat16", lambda: solve_qp(_bf16(_BOX)), TypeError, "bfloat16"),
-    ("None A", lambda: solve_qp(QP(_P, _BOX.q, None, None, None)), TypeError, "A is None"),
+    ("None A", lambda: solve_qp(QP(_P, _BOX.q, None, _BOX.l, _BOX.u)), TypeError, "A is None"),
     (
         "empty batch",
         lambda: solve_qp(jax.tree.map(lambda v: jnp.zeros((0, *v.shape)), _BOX)),
@@ -139,3 +139,29 @@ def test_single_equality_row_scaled_1e8_matches_reference():
     sol = solve_qp(qp, tol=1e-6)
     assert int(sol.status) == Status.SUCCESS
     np.testing.assert_allclose(sol.x, x_ref, atol=1e-5)
+
+
+def test_unconstrained_qp_and_zero_rows():
+    """``QP(P, q)`` is the unconstrained QP (x = -P^-1 q), single and batched, under
+    vmap; explicit zero-row A, l, u mean the same (they aborted the process inside XLA);
+    A, l, u are all or nothing."""
+    with jax.enable_x64(True):
+        P = jnp.array([[2.0, 0.5], [0.5, 1.0]])
+        q = jnp.array([1.0, -1.0])
+        ref = np.linalg.solve(np.asarray(P), -np.asarray(q))
+        for qp in (QP(P, q), QP(P, q, jnp.zeros((0, 2)), jnp.zeros(0), jnp.zeros(0))):
+            sol = solve_qp(qp)
+            assert int(sol.status) == Status.SUCCESS
+            np.testing.assert_allclose(np.asarray(sol.x), ref, rtol=1e-8)
+        batch = solve_qp(QP(jnp.stack([P, P]), jnp.stack([q, -q])))
+        np.testing.assert_allclose(np.asarray(batch.x), [ref, -ref], rtol=1e-8)
+        mapped = jax.vmap(lambda c: solve_qp(QP(P, c)).x)(jnp.stack([q, -q]))
+        np.testing.assert_allclose(np.asarray(mapped), [ref, -ref], rtol=1e-8)
+        with pytest.raises(TypeError, match="l is None"):
+            solve_qp(QP(P, q, jnp.ones((1, 2))))
+        # the solver itself, without solve_qp's checks, takes QP(P, q) too
+        from jaxsolve import solve
+        from jaxsolve.qp import flexqp
+
+        direct = solve(flexqp(), jnp.zeros(2), QP(P, q), tol=1e-9)
+        np.testing.assert_allclose(np.asarray(direct.x), ref, rtol=1e-7)
