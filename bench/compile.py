@@ -310,10 +310,13 @@ def main(argv=None):
         f"{datetime.date.today()}, {os.cpu_count()} cores, float64, each entry in a fresh process. "
         "JAX entries: first call = trace + lower + compile + first run (seconds); "
         "`hlo ops` = instructions of the optimized HLO. Ratio: this entry's first call over the "
-        "fastest *peer* first call of its group (ours start with `qp.`, `first_order.`, ...).",
+        "fastest *peer* first call of its group (ours start with `qp.`, `first_order.`, ...); "
+        "`vs JAX peer`: over the fastest peer that also compiles (qpax, jaxopt, optax), the "
+        "comparison the issue's targets use.",
         "",
-        "| entry | group | first call | trace | lower | compile | first run | steady | hlo ops | ratio |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| entry | group | first call | trace | lower | compile | first run | steady | hlo ops "
+        "| ratio | vs JAX peer |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     ours = lambda n: (
         n.split(" ")[0].split(".")[0]
@@ -334,7 +337,7 @@ def main(argv=None):
         group = ENTRIES[name][0]
         r = results[name]
         if not isinstance(r, dict):
-            lines.append(f"| {name} | {group} | {r} | | | | | | | |")
+            lines.append(f"| {name} | {group} | {r} | | | | | | | | |")
             continue
         peers = [
             results[p]["first"]
@@ -342,11 +345,21 @@ def main(argv=None):
             if ENTRIES[p][0] == group and not ours(p) and isinstance(results[p], dict)
         ]
         ratio = f"{r['first'] / min(peers):.2f}x" if ours(name) and peers else ""
+        jax_peers = [
+            results[p]["first"]
+            for p in names
+            if ENTRIES[p][0] == group
+            and ENTRIES[p][1] == "jax"
+            and not ours(p)
+            and isinstance(results[p], dict)
+        ]
+        vs_jax = f"{r['first'] / min(jax_peers):.2f}x" if ours(name) and jax_peers else ""
         g = lambda k, r=r: f"{r[k]:.2f}" if k in r else ""  # noqa: E731
         steady = f"{r['steady'] * 1e3:.1f} ms"
         lines.append(
             f"| {name} | {group} | {r['first']:.2f} | {g('trace')} | {g('lower')} | "
-            f"{g('compile')} | {g('first_run')} | {steady} | {r.get('hlo_ops', '')} | {ratio} |"
+            f"{g('compile')} | {g('first_run')} | {steady} | {r.get('hlo_ops', '')} | {ratio} "
+            f"| {vs_jax} |"
         )
     write_results("compile", "\n".join(lines) + "\n", quick=a.quick, out=a.out)
 
