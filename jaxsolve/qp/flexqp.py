@@ -315,9 +315,16 @@ def _sigma(hp, dtype):
 
 def prepare_scaled(qp: QP, hp, scaling_iters):
     """The Ruiz-equilibrated `Scaled` data of ``qp`` (row masks, sigma, norms) FlexQP runs on."""
+    P, q, A = qp.P, qp.q, qp.A
+    D, E, c = jax.lax.stop_gradient(_ruiz(*jax.lax.stop_gradient((P, q, A)), scaling_iters))
+    return scaled_with(qp, hp, D, E, c)
+
+
+def scaled_with(qp: QP, hp, D, E, c):
+    """`Scaled` data of ``qp`` for given Ruiz factors ``(D, E, c)`` (computed once by a
+    caller that carries them, as Deep FlexQP does)."""
     P, q, A, l, u = qp
     dtype = q.dtype
-    D, E, c = jax.lax.stop_gradient(_ruiz(*jax.lax.stop_gradient((P, q, A)), scaling_iters))
     # Rescale with the (constant) factors so derivatives flow to the data (unrolling).
     Ps = c * D[:, None] * P * D[None, :]
     qs = c * D * q
@@ -406,7 +413,8 @@ def _mu_vec(d: Scaled, level):
     return level / d.E
 
 
-def _unscale(d: Scaled, xs, zs, ys):
+def unscale(d: Scaled, xs, zs, ys):
+    """Scaled ``(x, z, y)`` back in the problem's units: ``(D x, z / E, E y / c)``."""
     return d.D * xs, zs / d.E, d.E * ys / d.c
 
 
@@ -443,7 +451,7 @@ def _init(solver: FlexQP, x0, qp: QP) -> FlexQPState:
     L = _factor(d, rho, kkt_inverse)
     cold = not isinstance(x0, WarmStart)
     res = kkt_residuals(d, xs, zs, None if cold else ys, level < hp.mu_max)
-    x, z, y = _unscale(d, xs, zs, ys)
+    x, z, y = unscale(d, xs, zs, ys)
     return FlexQPState(
         x=x,
         iter_num=jnp.int32(0),
@@ -620,7 +628,7 @@ def _step(
         )
 
     error = jnp.maximum(res.kkt, jnp.where(new_level < hp.mu_max, res.sat, 0.0))
-    x, z, y = _unscale(d, xs, zs, ys)
+    x, z, y = unscale(d, xs, zs, ys)
     new = FlexQPState(
         x=x,
         iter_num=state.iter_num + 1,
@@ -811,7 +819,7 @@ def _polish_in_loop(d: Scaled, xs, zs, ys, level, res, hp, refine, passes, pendi
 def _at(state: FlexQPState, xs, zs, ys, error, kkt, **more) -> FlexQPState:
     """``state`` moved to the scaled iterates ``(xs, zs, ys)`` (and their user-unit
     ``x, z, y``) with the given error, KKT residual and further fields."""
-    x, z, y = _unscale(state.data, xs, zs, ys)
+    x, z, y = unscale(state.data, xs, zs, ys)
     return state._replace(
         x=x, y=y, z=z, xs=xs, zs=zs, ys=ys, error=error.astype(xs.dtype), kkt=kkt, **more
     )
@@ -880,7 +888,7 @@ def _finalize(solver: FlexQP, state: FlexQPState, qp: QP, converged) -> FlexQPSt
     _, _, res = _residuals_now(solver, state)
     dtype = state.xs.dtype
     d, xs, zs, ys = state.data, state.xs, state.zs, state.ys
-    x, z, y = _unscale(d, xs, zs, ys)
+    x, z, y = unscale(d, xs, zs, ys)
     tiny = 1e3 * jnp.finfo(dtype).eps
     # Converged at the weight cap with rows still violated: the QP is infeasible, or
     # feasible with multipliers above mu_max (the relaxation is then inexact). Only a
