@@ -51,19 +51,25 @@ CLASSES = ("random", "equality", "portfolio", "lasso", "huber", "svm", "control"
 
 
 def _one(cls: str, key, n: int, dtype):
+    # about n variables in every class: the generators' own size arguments count
+    # factors, features or states (portfolio(key, 10) has 1010 variables)
     if cls == "random":
         return gen.random_qp(key, n, dtype=dtype)
     if cls == "equality":
         return gen.eq_qp(key, n, dtype=dtype)
-    if cls == "portfolio":
-        return gen.portfolio(key, n, dtype=dtype)
-    if cls == "lasso":
-        return gen.lasso(key, n, dtype=dtype)
-    if cls == "huber":
-        return gen.huber(key, n, dtype=dtype)
-    if cls == "svm":
-        return gen.svm(key, n, dtype=dtype)
-    if cls == "control":
+    if cls == "portfolio":  # n_assets + k factors
+        k = max(1, n // 10)
+        return gen.portfolio(key, k, max(2, n - k), dtype=dtype)
+    if cls == "lasso":  # (x, y, t): 2 features + samples, samples = 2 features
+        f = max(2, n // 4)
+        return gen.lasso(key, f, 2 * f, dtype=dtype)
+    if cls == "huber":  # (x, z, r, s): features + 3 samples, samples = 2 features
+        f = max(2, n // 7)
+        return gen.huber(key, f, 2 * f, dtype=dtype)
+    if cls == "svm":  # (x, t): features + samples, samples = 2 features
+        f = max(2, n // 3)
+        return gen.svm(key, f, 2 * f, dtype=dtype)
+    if cls == "control":  # (T + 1) nx + T nu with nx = 2, T = 10
         return gen.mpc(key, max(2, n // 10), dtype=dtype)
     raise ValueError(f"problem class must be one of {CLASSES}, got {cls!r}")
 
