@@ -142,26 +142,35 @@ def test_single_equality_row_scaled_1e8_matches_reference():
 
 
 def test_unconstrained_qp_and_zero_rows():
-    """``QP(P, q)`` is the unconstrained QP (x = -P^-1 q), single and batched, under
-    vmap; explicit zero-row A, l, u mean the same (they aborted the process inside XLA);
-    A, l, u are all or nothing."""
+    """``QP(P, q)`` is the unconstrained QP (x = -P^-1 q); explicit zero-row A, l, u mean
+    the same (they aborted the process inside XLA); A, l, u are all or nothing."""
     with jax.enable_x64(True):
-        P = jnp.array([[2.0, 0.5], [0.5, 1.0]])
-        q = jnp.array([1.0, -1.0])
-        ref = np.linalg.solve(np.asarray(P), -np.asarray(q))
+        P, q, ref = _unconstrained()
         for qp in (QP(P, q), QP(P, q, jnp.zeros((0, 2)), jnp.zeros(0), jnp.zeros(0))):
             sol = solve_qp(qp)
             assert int(sol.status) == Status.SUCCESS
             np.testing.assert_allclose(np.asarray(sol.x), ref, rtol=1e-8)
+        with pytest.raises(TypeError, match="l is None"):
+            solve_qp(QP(P, q, jnp.ones((1, 2))))
+
+
+@pytest.mark.slow  # three more compiles (batch, vmap, the bare solver)
+def test_unconstrained_qp_batched_vmapped_and_direct():
+    with jax.enable_x64(True):
+        P, q, ref = _unconstrained()
         batch = solve_qp(QP(jnp.stack([P, P]), jnp.stack([q, -q])))
         np.testing.assert_allclose(np.asarray(batch.x), [ref, -ref], rtol=1e-8)
         mapped = jax.vmap(lambda c: solve_qp(QP(P, c)).x)(jnp.stack([q, -q]))
         np.testing.assert_allclose(np.asarray(mapped), [ref, -ref], rtol=1e-8)
-        with pytest.raises(TypeError, match="l is None"):
-            solve_qp(QP(P, q, jnp.ones((1, 2))))
         # the solver itself, without solve_qp's checks, takes QP(P, q) too
         from jaxsolve import solve
         from jaxsolve.qp import flexqp
 
         direct = solve(flexqp(), jnp.zeros(2), QP(P, q), tol=1e-9)
         np.testing.assert_allclose(np.asarray(direct.x), ref, rtol=1e-7)
+
+
+def _unconstrained():
+    P = jnp.array([[2.0, 0.5], [0.5, 1.0]])
+    q = jnp.array([1.0, -1.0])
+    return P, q, np.linalg.solve(np.asarray(P), -np.asarray(q))
