@@ -24,8 +24,10 @@ venv: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/python -m jaxsolve.demo
 
+# worksteal: an idle worker takes queued tests from the busy one, so the run does not end
+# with one worker alone on a queue of compile-bound tests
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n 2 -m "not slow" --durations=15
+	$(BIN)/python -m pytest -q -n 2 --dist worksteal -m "not slow" --durations=15
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow
