@@ -463,11 +463,14 @@ def solve(
                 adjoint=adjoint if isinstance(adjoint, Implicit) else None,
             )
     if throw:
-        sol = _throw(sol)
+        sol = raise_on_failure(sol)
     return sol
 
 
-def _throw(sol: Solution) -> Solution:
+def raise_on_failure(sol: Solution) -> Solution:
+    """``solve(..., throw=True)``'s check: raise `SolverError` naming the first non-SUCCESS
+    status (and the status counts of a batch) when the status is concrete; under ``jit``,
+    ``equinox.error_if`` on ``x`` raises at run time instead."""
     if is_concrete(sol.status):
         codes = np.asarray(sol.status)
         if np.any(codes != Status.SUCCESS):

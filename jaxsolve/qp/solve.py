@@ -419,7 +419,7 @@ def solve_qp(
     else:
         sol = one(x0, qp)
     if throw:
-        from jaxsolve.core.driver import _throw
+        from jaxsolve.core.driver import raise_on_failure
 
-        sol = _throw(sol)
+        sol = raise_on_failure(sol)
     return sol
