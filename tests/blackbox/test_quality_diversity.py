@@ -15,7 +15,7 @@ ribs = pytest.importorskip("ribs")
     "learning_rate, threshold_min",
     [
         (0.01, 0.0),
-        (None, -np.inf),
+        pytest.param(None, -np.inf, marks=pytest.mark.slow),  # plain MAP-Elites, 7 s
         pytest.param(0.5, -3.0, marks=pytest.mark.slow),
         pytest.param(0.0, 0.0, marks=pytest.mark.slow),
     ],

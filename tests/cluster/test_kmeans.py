@@ -328,6 +328,7 @@ def test_structured_subproblem_matches_dense_hessian(small_problem):
         assert bool(kkt(jnp.asarray(-lam_min * 1.01))[0])
 
 
+@pytest.mark.slow  # 13 s; the structured subproblem test checks the same Hessian fast
 def test_horizontal_subproblem_matches_dense_quotient_hessian(small_problem):
     """The default (horizontal) solve equals a dense solve of the Hessian restricted to
     the horizontal space (SciPy null-space basis of the tangent and vertical

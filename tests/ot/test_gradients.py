@@ -39,6 +39,7 @@ def _central(fun, x, dx, eps):
     return (float(fun(x + eps * dx)) - float(fun(x - eps * dx))) / (2 * eps)
 
 
+@pytest.mark.slow  # 10 s; the contract and the implicit/envelope tests cover the fast tier
 def test_legendre_gradient_both_methods_match_fd():
     """The custom_jvp of the Legendre transform (Danskin: -du at the maximizer), hull and brute,
     forward and reverse mode, against central differences on a 2D grid."""
@@ -57,6 +58,7 @@ def test_legendre_gradient_both_methods_match_fd():
         np.testing.assert_allclose(float(jax.jvp(loss, (u,), (du,))[1]), fd, rtol=1e-7)
 
 
+@pytest.mark.slow  # 8 s of compiling the unrolled reverse pass
 def test_unrolled_reverse_mode_matches_fd():
     """jax.grad through 8 SGA steps (loop='fixed') with the linear-time hull transform (its
     while_loop is only in the index search), w.r.t. densities and weights."""
