@@ -159,13 +159,19 @@ def residuals_after(
     count = qps.q.shape[0]
     key = jax.random.key(0) if key is None else key
     keys = jax.random.split(key, count)
+    chunk = min(chunk, count)
+    # every chunk has the same shape, so one compile serves them all: the last one is
+    # padded with copies of the final problem, whose results are dropped
+    pad = -count % chunk
+    idx = jnp.concatenate([jnp.arange(count), jnp.full((pad,), count - 1)])
+    qps, keys = jax.tree.map(lambda v: v[idx], (qps, keys))
     out = []
-    for s in range(0, count, chunk):
+    for s in range(0, count + pad, chunk):
         part = jax.tree.map(lambda v, s=s: v[s : s + chunk], qps)
         out.append(
             np.asarray(_residuals_chunk(policies, part, keys[s : s + chunk], jnp.asarray(scale), K))
         )
-    return np.concatenate(out)
+    return np.concatenate(out)[:count]
 
 
 def pac_bayes_bound(
