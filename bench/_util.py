@@ -2,13 +2,20 @@
 
 * where results go: ``bench/results/<name>.md``, or ``<name>_quick.md`` for a
   ``--quick`` run, so that CI's quick runs never overwrite the full tables;
+* provenance: every table ends with the command that regenerates it, the machine
+  and the commit and date it was measured at (`provenance`);
 * timing: compile time apart from steady-state time, and interleaved best-of
   timing so ours and a peer see the same background load.
 """
 
 from __future__ import annotations
 
+import datetime
+import os
 import pathlib
+import platform
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -21,11 +28,32 @@ def results_path(name: str, quick: bool = False) -> pathlib.Path:
     return ROOT / "bench" / "results" / f"{name}{'_quick' if quick else ''}.md"
 
 
+def provenance() -> str:
+    """One Markdown line: the command that made the table, the machine, the commit, the date."""
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = "unknown"
+    import jax
+
+    script = pathlib.Path(sys.argv[0]).name
+    command = " ".join(["python", f"bench/{script}", *sys.argv[1:]])
+    machine = f"{platform.machine()}, {os.cpu_count()} cores, {jax.default_backend()}"
+    today = datetime.date.today().isoformat()
+    return f"Made by `{command}` on {machine} (jax {jax.__version__}), commit {commit}, {today}."
+
+
 def write_results(name: str, text: str, *, quick: bool = False, out=None) -> pathlib.Path:
-    """Write a results table (to ``out`` if given) and say where it went."""
+    """Write a results table (to ``out`` if given), ending with its `provenance`, and say
+    where it went."""
     path = pathlib.Path(out) if out else results_path(name, quick)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    path.write_text(text.rstrip("\n") + "\n\n" + provenance() + "\n")
     print(f"wrote {path}")
     return path
 
