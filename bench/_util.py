@@ -4,8 +4,8 @@
   ``--quick`` run, so that CI's quick runs never overwrite the full tables;
 * provenance: every table ends with the command that regenerates it, the machine
   and the commit and date it was measured at (`provenance`);
-* timing: compile time apart from steady-state time, and interleaved best-of
-  timing so ours and a peer see the same background load.
+* the repository root on ``sys.path``, so that a script imports ``peers`` (the
+  reference-solver wrappers and the timer, `peers.timing`) after ``_util``.
 """
 
 from __future__ import annotations
@@ -16,11 +16,10 @@ import pathlib
 import platform
 import subprocess
 import sys
-import time
-
-import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
 
 
 def results_path(name: str, quick: bool = False) -> pathlib.Path:
@@ -56,39 +55,3 @@ def write_results(name: str, text: str, *, quick: bool = False, out=None) -> pat
     path.write_text(text.rstrip("\n") + "\n\n" + provenance() + "\n")
     print(f"wrote {path}")
     return path
-
-
-def _ready(out):
-    import jax
-
-    return jax.block_until_ready(out)
-
-
-def compile_and_steady(fn, repeat: int):
-    """``(out, steady, compile)``: median time of ``repeat`` calls after the first, and
-    the first call's extra time (compilation) over that median."""
-    t0 = time.perf_counter()
-    out = _ready(fn())
-    first = time.perf_counter() - t0
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = _ready(fn())
-        times.append(time.perf_counter() - t0)
-    steady = float(np.median(times))
-    return out, steady, max(first - steady, 0.0)
-
-
-def best_of_interleaved(calls, repeat: int) -> list[float]:
-    """Best-of-``repeat`` time of each zero-argument call, the calls interleaved (after
-    one warm-up call each): ours and the peer run under the same background load, and
-    the minimum is the least noisy statistic on a shared machine."""
-    for call in calls:
-        _ready(call())
-    times = [[] for _ in calls]
-    for _ in range(repeat):
-        for call, ts in zip(calls, times, strict=True):
-            t0 = time.perf_counter()
-            _ready(call())
-            ts.append(time.perf_counter() - t0)
-    return [float(np.min(ts)) for ts in times]

@@ -58,27 +58,16 @@ def ours_mae(iters, seeds):
 
 
 def ribs_mae(iters, seed):
-    from ribs.archives import GridArchive
-    from ribs.emitters import EvolutionStrategyEmitter
-    from ribs.schedulers import Scheduler
+    from peers.pyribs import cma_mae_scheduler
 
-    kw = dict(solution_dim=N, dims=(100, 100), ranges=[(-BOUND, BOUND)] * 2, seed=seed)
-    archive = GridArchive(**kw, learning_rate=0.01, threshold_min=0.0)
-    result = GridArchive(**kw)
-    emitters = [
-        EvolutionStrategyEmitter(
-            archive,
-            x0=np.zeros(N),
-            sigma0=0.5,
-            ranker="imp",
-            selection_rule="mu",
-            restart_rule="basic",
-            batch_size=36,
-            seed=1000 * seed + i,
-        )
-        for i in range(15)
-    ]
-    sch = Scheduler(archive, emitters, result_archive=result)
+    sch, result = cma_mae_scheduler(
+        N,
+        (100, 100),
+        [(-BOUND, BOUND)] * 2,
+        batch_size=36,
+        seed=seed,
+        emitter_seeds=[1000 * seed + i for i in range(15)],
+    )
     shift, worst = 0.4 * 5.12, N * (-5.12 - 0.4 * 5.12) ** 2
 
     def sphere(X):  # the same benchmark in NumPy, so pyribs pays no JAX dispatch

@@ -39,11 +39,12 @@ jax.config.update("jax_enable_x64", True)
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from _util import best_of_interleaved, write_results  # noqa: E402
+from _util import write_results  # noqa: E402
 
 import jaxsolve  # noqa: E402
 from jaxsolve import projections as P  # noqa: E402
 from jaxsolve.first_order import projected_gradient  # noqa: E402
+from peers.timing import best_of_interleaved  # noqa: E402
 from tests.first_order import _problems as R  # noqa: E402
 
 try:

@@ -42,6 +42,9 @@ jax.config.update("jax_enable_x64", True)
 from jaxsolve.layers import dc3_simple_qp, project  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT.parent))  # the repository root: peers
+from peers.timing import compile_and_steady  # noqa: E402
+
 TARGET = 1e-5
 
 PEER = textwrap.dedent(
@@ -129,38 +132,23 @@ def _peer_python() -> str | None:
 
 
 def _osqp_projection(y, A, b, G, h):
-    import osqp
-    import scipy.sparse as sp
+    import peers.osqp
 
-    n = y.shape[0]
-    solver = osqp.OSQP()
-    solver.setup(
-        sp.eye(n, format="csc"),
-        -y,
-        sp.csc_matrix(np.vstack([A, G])),
+    return peers.osqp.project(
+        y,
+        np.vstack([A, G]),
         np.concatenate([b, np.full(G.shape[0], -np.inf)]),
         np.concatenate([b, h]),
         eps_abs=1e-10,
         eps_rel=1e-10,
         max_iter=100000,
         polishing=True,
-        verbose=False,
-    )
-    return solver.solve().x
+    ).x
 
 
 def _timed(fn, *args, repeat=1):
     """(output, best steady-state seconds of ``repeat`` calls, compile seconds)."""
-    t0 = time.perf_counter()
-    out = jax.block_until_ready(fn(*args))
-    first = time.perf_counter() - t0
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = jax.block_until_ready(fn(*args))
-        times.append(time.perf_counter() - t0)
-    t = min(times)
-    return out, t, max(first - t, 0.0)
+    return compile_and_steady(lambda: fn(*args), repeat, stat="min")
 
 
 def run_size(n, n_eq, n_ineq, batch, repeat, peer):

@@ -27,6 +27,8 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # the repository root: peers
+
 TOL = 1e-6
 
 
@@ -48,23 +50,15 @@ def _bounds(qp):
 
 
 def run_osqp(qp, eps, max_iter=100000, time_limit=60.0):
-    import osqp
-    import scipy.sparse as sp
+    import peers.osqp
 
-    l, u = _bounds(qp)
-    s = osqp.OSQP()
-    s.setup(
-        sp.csc_matrix(np.triu(np.asarray(qp.P))),
-        np.asarray(qp.q),
-        sp.csc_matrix(np.asarray(qp.A)),
-        l,
-        u,
+    s = peers.osqp.setup_qp(
+        (qp.P, qp.q, qp.A, qp.l, qp.u),
         eps_abs=eps,
         eps_rel=eps,
         polishing=True,
         max_iter=max_iter,
         time_limit=time_limit,
-        verbose=False,
     )
     t0 = time.perf_counter()
     r = s.solve()

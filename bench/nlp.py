@@ -41,13 +41,13 @@ sys.path.insert(0, str(ROOT))
 
 from _util import write_results  # noqa: E402
 
+import peers.osqp  # noqa: E402
 from jaxsolve import Status, solve  # noqa: E402
 from jaxsolve.core.protocol import AbstractSolver  # noqa: E402
 from jaxsolve.nlp import problems, sqp  # noqa: E402
 
 try:
     import osqp
-    import scipy.sparse as sps
 except ImportError:  # pragma: no cover - bench only
     osqp = None
 from scipy.optimize import minimize  # noqa: E402
@@ -68,25 +68,12 @@ class _OSQPState(NamedTuple):
 
 
 def _osqp_host(P, q, A, l, u):
-    P, q, A, l, u = (np.asarray(v, np.float64) for v in (P, q, A, l, u))
-    m = osqp.OSQP()
-    big = 1e30
-    m.setup(
-        sps.csc_matrix(np.triu(P)),
-        q,
-        sps.csc_matrix(A),
-        np.where(np.isinf(l), -big, l),
-        np.where(np.isinf(u), big, u),
-        verbose=False,
-        eps_abs=1e-6,
-        eps_rel=1e-6,
-        polish=True,
-        max_iter=10000,
+    r = peers.osqp.solve_qp(
+        (P, q, A, l, u), eps_abs=1e-6, eps_rel=1e-6, polish=True, max_iter=10000
     )
-    r = m.solve()
     ok = r.info.status_val in (1, 2)  # solved, solved inaccurate
-    x = np.asarray(r.x) if ok else np.full(q.shape, np.nan)
-    y = np.asarray(r.y) if ok else np.zeros(l.shape)
+    x = np.asarray(r.x) if ok else np.full(np.shape(q), np.nan)
+    y = np.asarray(r.y) if ok else np.zeros(np.shape(l))
     status = Status.SUCCESS if ok else Status.INFEASIBLE
     return x, y, np.int32(status)
 

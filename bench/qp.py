@@ -38,7 +38,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from _util import compile_and_steady, write_results  # noqa: E402
+from _util import write_results  # noqa: E402
+
+from peers.timing import compile_and_steady  # noqa: E402
 
 TOL = 1e-4
 FLEX_LABEL = "batch='auto': lockstep chunks on CPU"
@@ -58,26 +60,19 @@ def make_batch(B, n, m, dtype):
 
 
 def reference(qp_np):
-    import osqp
-    import scipy.sparse as sp
+    import peers.osqp
 
     P, q, A, l, u = qp_np
-    xs = []
-    for i in range(q.shape[0]):
-        s = osqp.OSQP()
-        s.setup(
-            sp.csc_matrix(np.triu(P[i])),
-            q[i],
-            sp.csc_matrix(A[i]),
-            np.where(np.isinf(l[i]), -1e30, l[i]),
-            np.where(np.isinf(u[i]), 1e30, u[i]),
+    xs = [
+        peers.osqp.solve_qp(
+            (P[i], q[i], A[i], l[i], u[i]),
             eps_abs=1e-10,
             eps_rel=1e-10,
             polishing=True,
             max_iter=200000,
-            verbose=False,
-        )
-        xs.append(s.solve().x)
+        ).x
+        for i in range(q.shape[0])
+    ]
     return np.stack(xs)
 
 

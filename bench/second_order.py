@@ -57,6 +57,7 @@ from jaxsolve.second_order.problems import (  # noqa: E402
     sine_mlp_residual,
     softmax_objective,
 )
+from peers.timing import compile_and_steady  # noqa: E402
 
 try:
     import jaxopt
@@ -127,15 +128,9 @@ def rel(a, b):
 
 
 def timed(fn, *args, repeat=3):
-    t0 = time.perf_counter()
-    compiled = jax.jit(fn).lower(*args).compile()
-    compile_s = time.perf_counter() - t0
-    out = jax.block_until_ready(compiled(*args))
-    best = np.inf
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = jax.block_until_ready(compiled(*args))
-        best = min(best, time.perf_counter() - t0)
+    """``(out, compile seconds, best of repeat seconds)`` of ``jax.jit(fn)(*args)``."""
+    jitted = jax.jit(fn)
+    out, best, compile_s = compile_and_steady(lambda: jitted(*args), repeat, stat="min")
     return out, compile_s, best
 
 

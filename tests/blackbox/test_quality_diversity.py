@@ -133,34 +133,17 @@ def test_cma_es_ask_tell_and_nan_fitness():
 
 
 def _ribs_sphere(n, iters, seed):
-    from ribs.archives import GridArchive
-    from ribs.emitters import EvolutionStrategyEmitter
-    from ribs.schedulers import Scheduler
+    from peers.pyribs import cma_mae_scheduler
 
     mb = n / 2 * 5.12
-    archive = GridArchive(
-        solution_dim=n,
-        dims=(50, 50),
-        ranges=[(-mb, mb)] * 2,
-        learning_rate=0.01,
-        threshold_min=0.0,
+    sch, result = cma_mae_scheduler(
+        n,
+        (50, 50),
+        [(-mb, mb)] * 2,
+        batch_size=12,
         seed=seed,
+        emitter_seeds=[100 * seed + i for i in range(4)],
     )
-    result = GridArchive(solution_dim=n, dims=(50, 50), ranges=[(-mb, mb)] * 2, seed=seed)
-    emitters = [
-        EvolutionStrategyEmitter(
-            archive,
-            x0=np.zeros(n),
-            sigma0=0.5,
-            ranker="imp",
-            selection_rule="mu",
-            restart_rule="basic",
-            batch_size=12,
-            seed=100 * seed + i,
-        )
-        for i in range(4)
-    ]
-    sch = Scheduler(archive, emitters, result_archive=result)
     for _ in range(iters):
         X = sch.ask()
         o, m = sphere_linear_projection(jnp.asarray(X))

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
-import osqp
 import scipy.optimize
-import scipy.sparse as sp
 
+import peers.osqp
 from tests.projections._reference import osqp_ls_l1  # noqa: F401  (one OSQP l1 reference)
 
 
@@ -25,22 +24,18 @@ def data(seed, m=12, n=6, dtype=np.float64):
 
 def osqp_ls(A, b, C, lo, hi, P_extra=None):
     """min 1/2||A x - b||^2 s.t. lo <= C x <= hi, by OSQP at 1e-10 with polishing."""
-    A = np.asarray(A, np.float64)
-    b = np.asarray(b, np.float64)
-    solver = osqp.OSQP()
-    solver.setup(
-        P=sp.csc_matrix(A.T @ A),
-        q=-A.T @ b,
-        A=sp.csc_matrix(np.atleast_2d(C)),
-        l=np.asarray(lo, np.float64),
-        u=np.asarray(hi, np.float64),
+    res = peers.osqp.least_squares(
+        A,
+        b,
+        C,
+        lo,
+        hi,
         eps_abs=1e-10,
         eps_rel=1e-10,
         polishing=True,
         max_iter=400000,
-        verbose=False,
+        raise_error=False,
     )
-    res = solver.solve(raise_error=False)
     assert res.info.status == "solved", res.info.status
     return res.x
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
-import osqp
-import scipy.sparse as sp
 
+import peers.osqp
 from jaxsolve.frank_wolfe import frank_wolfe, lmo, optimistic_frank_wolfe
 from jaxsolve.testing import SolverCase
 
@@ -31,14 +30,11 @@ def _qp_problem(key, dtype):
 
 def _qp_reference(args):
     Q, c = (np.asarray(v, np.float64) for v in args)
-    m = osqp.OSQP()
     A = np.vstack([np.ones((1, N)), np.eye(N)])
-    m.setup(
-        sp.csc_matrix(Q), c, sp.csc_matrix(A), np.r_[1.0, np.zeros(N)],
-        np.r_[1.0, np.full(N, np.inf)], eps_abs=1e-13, eps_rel=1e-13, polishing=True,
-        max_iter=100000, verbose=False,
-    )  # fmt: skip
-    return m.solve().x
+    return peers.osqp.solve(
+        Q, c, A, np.r_[1.0, np.zeros(N)], np.r_[1.0, np.full(N, np.inf)], eps_abs=1e-13,
+        eps_rel=1e-13, polishing=True, max_iter=100000,
+    ).x  # fmt: skip
 
 
 def _nan_q(args):

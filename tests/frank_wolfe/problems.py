@@ -15,10 +15,9 @@ from typing import Any, NamedTuple
 
 import jax.numpy as jnp
 import numpy as np
-import osqp
-import scipy.sparse as sp
 from scipy.optimize import minimize
 
+import peers.osqp
 from jaxsolve.frank_wolfe import lmo as lmos
 
 
@@ -34,12 +33,10 @@ class Problem(NamedTuple):
 
 
 def _osqp(P, q, A, lo, hi):
-    m = osqp.OSQP()
-    m.setup(
-        sp.csc_matrix(P), q, sp.csc_matrix(A), lo, hi, eps_abs=1e-12, eps_rel=1e-12,
-        eps_prim_inf=1e-14, eps_dual_inf=1e-14, max_iter=200000, polishing=True, verbose=False,
+    r = peers.osqp.solve(
+        P, q, A, lo, hi, eps_abs=1e-12, eps_rel=1e-12, eps_prim_inf=1e-14, eps_dual_inf=1e-14,
+        max_iter=200000, polishing=True,
     )  # fmt: skip
-    r = m.solve()
     assert r.info.status in ("solved", "solved inaccurate"), r.info.status
     return r.x
 

@@ -1,8 +1,8 @@
 """Exact projections onto polytopes by OSQP (polished, 1e-12) for the layer tests."""
 
 import numpy as np
-import osqp
-import scipy.sparse as sp
+
+import peers.osqp
 
 
 def exact_projection(y, A=None, b=None, C=None, l=None, u=None, lb=None, ub=None):
@@ -23,19 +23,15 @@ def exact_projection(y, A=None, b=None, C=None, l=None, u=None, lb=None, ub=None
         rows.append(np.eye(n))
         lo.append(np.full(n, -np.inf) if lb is None else np.asarray(lb, np.float64))
         hi.append(np.full(n, np.inf) if ub is None else np.asarray(ub, np.float64))
-    solver = osqp.OSQP()
-    solver.setup(
-        sp.eye(n, format="csc"),
-        -y,
-        sp.csc_matrix(np.vstack(rows)),
+    res = peers.osqp.project(
+        y,
+        np.vstack(rows),
         np.concatenate(lo),
         np.concatenate(hi),
         eps_abs=1e-12,
         eps_rel=1e-12,
         max_iter=200000,
         polish=True,
-        verbose=False,
     )
-    res = solver.solve()
     assert res.info.status_val == 1, res.info.status
     return res.x

@@ -3,29 +3,23 @@
 from __future__ import annotations
 
 import numpy as np
-import osqp
-import scipy.sparse as sp
+
+import peers.osqp
 
 
 def qp_project(x, C, lo, hi) -> np.ndarray:
     """Euclidean projection of ``x`` onto ``{y : lo <= C y <= hi}`` by OSQP at 1e-10 + polish."""
-    x = np.asarray(x, np.float64).ravel()
-    n = x.size
-    C = sp.csc_matrix(np.atleast_2d(np.asarray(C, np.float64)))
-    solver = osqp.OSQP()
-    solver.setup(
-        P=sp.eye(n, format="csc"),
-        q=-x,
-        A=C,
-        l=np.asarray(lo, np.float64),
-        u=np.asarray(hi, np.float64),
+    res = peers.osqp.project(
+        x,
+        C,
+        lo,
+        hi,
         eps_abs=1e-10,
         eps_rel=1e-10,
         polishing=True,
         max_iter=200000,
-        verbose=False,
+        raise_error=False,
     )
-    res = solver.solve(raise_error=False)
     assert res.info.status == "solved", res.info.status
     return np.asarray(res.x)
 
@@ -46,21 +40,19 @@ def osqp_ls_l1(A, b, r):
     A = np.asarray(A, np.float64)
     b = np.asarray(b, np.float64)
     n = A.shape[1]
-    M = np.hstack([A, -A])
-    solver = osqp.OSQP()
-    solver.setup(
-        P=sp.csc_matrix(M.T @ M + 1e-13 * np.eye(2 * n)),
-        q=-M.T @ b,
-        A=sp.csc_matrix(np.vstack([np.eye(2 * n), np.ones((1, 2 * n))])),
-        l=np.r_[np.zeros(2 * n), -np.inf],
-        u=np.r_[np.full(2 * n, np.inf), r],
+    res = peers.osqp.least_squares(
+        np.hstack([A, -A]),
+        b,
+        np.vstack([np.eye(2 * n), np.ones((1, 2 * n))]),
+        np.r_[np.zeros(2 * n), -np.inf],
+        np.r_[np.full(2 * n, np.inf), r],
+        ridge=1e-13,
         eps_abs=1e-12,
         eps_rel=1e-12,
         polishing=True,
         max_iter=400000,
-        verbose=False,
+        raise_error=False,
     )
-    res = solver.solve(raise_error=False)
     assert res.info.status == "solved", res.info.status
     return res.x[:n] - res.x[n:]
 

@@ -1,33 +1,14 @@
 """Reference solvers for the QP tests (OSQP, proxsuite, SciPy HiGHS), in NumPy."""
 
 import numpy as np
-import osqp
 import scipy.optimize
-import scipy.sparse as sp
 
-
-def _bounds(l, u):
-    return np.where(np.isinf(l), -1e30, l), np.where(np.isinf(u), 1e30, u)
+import peers.osqp
 
 
 def osqp_ref(qp, eps=1e-10):
     """OSQP at eps_abs = eps_rel = 1e-10 with polishing: (x, y, status)."""
-    P, q, A, l, u = (np.asarray(v, np.float64) for v in qp)
-    lo, hi = _bounds(l, u)
-    s = osqp.OSQP()
-    s.setup(
-        sp.csc_matrix(np.triu(P)),
-        q,
-        sp.csc_matrix(A),
-        lo,
-        hi,
-        eps_abs=eps,
-        eps_rel=eps,
-        polishing=True,
-        max_iter=400000,
-        verbose=False,
-    )
-    r = s.solve()
+    r = peers.osqp.solve_qp(qp, eps_abs=eps, eps_rel=eps, polishing=True, max_iter=400000)
     return np.asarray(r.x), np.asarray(r.y), r.info.status
 
 
@@ -35,7 +16,7 @@ def proxsuite_ref(qp, eps=1e-10):
     import proxsuite
 
     P, q, A, l, u = (np.asarray(v, np.float64) for v in qp)
-    lo, hi = _bounds(l, u)
+    lo, hi = peers.osqp.finite_bounds(l, u)
     H = proxsuite.proxqp.dense.QP(len(q), 0, len(l))
     H.settings.eps_abs = eps
     H.settings.eps_rel = 0.0

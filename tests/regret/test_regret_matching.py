@@ -5,11 +5,10 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
-import osqp
 import pytest
-import scipy.sparse as sp
 
 import jaxsolve
+import peers.osqp
 from jaxsolve.core import Status
 from jaxsolve.regret import domains, kkt_gap, regret_matching
 
@@ -52,13 +51,10 @@ def convex_problem(seed=0):
     Q = B @ B.T / N + 0.1 * np.eye(N)
     c = rng.standard_normal(N)
     A = np.vstack([_blocks(), np.eye(N)])
-    m = osqp.OSQP()
-    m.setup(
-        sp.csc_matrix(Q), c, sp.csc_matrix(A), np.r_[np.ones(4), np.zeros(N)],
-        np.r_[np.ones(4), np.full(N, np.inf)], eps_abs=1e-12, eps_rel=1e-12, polishing=True,
-        max_iter=100000, verbose=False,
-    )  # fmt: skip
-    z = m.solve().x
+    z = peers.osqp.solve(
+        Q, c, A, np.r_[np.ones(4), np.zeros(N)], np.r_[np.ones(4), np.full(N, np.inf)],
+        eps_abs=1e-12, eps_rel=1e-12, polishing=True, max_iter=100000,
+    ).x  # fmt: skip
     return (jnp.asarray(Q), jnp.asarray(c)), float(0.5 * z @ Q @ z + c @ z)
 
 
@@ -153,9 +149,8 @@ def test_box_domain_matches_osqp():
     B = rng.standard_normal((n, n))
     Q, c = B @ B.T / n + 0.05 * np.eye(n), 2 * rng.standard_normal(n)
     lo, hi = -np.ones(n), 0.5 * np.ones(n)
-    m = osqp.OSQP()
-    m.setup(sp.csc_matrix(Q), c, sp.eye(n, format="csc"), lo, hi, eps_abs=1e-12, eps_rel=1e-12, polishing=True, verbose=False)  # fmt: skip
-    fstar = 0.5 * (z := m.solve().x) @ Q @ z + c @ z
+    z = peers.osqp.solve(Q, c, np.eye(n), lo, hi, eps_abs=1e-12, eps_rel=1e-12, polishing=True).x
+    fstar = 0.5 * z @ Q @ z + c @ z
     dom = domains.box(lo, hi)
     f = dom.wrap(lambda x, a: 0.5 * x @ (a[0] @ x) + a[1] @ x)
     args = (jnp.asarray(Q), jnp.asarray(c))
@@ -173,13 +168,11 @@ def test_l1_domain_matches_osqp():
     b = rng.standard_normal(m_)
     tau = 1.0
     AA = np.hstack([A, -A])
-    mdl = osqp.OSQP()
-    mdl.setup(
-        sp.csc_matrix(AA.T @ AA), -AA.T @ b, sp.csc_matrix(np.vstack([np.ones((1, 2 * n)), np.eye(2 * n)])),
-        np.r_[-np.inf, np.zeros(2 * n)], np.r_[tau, np.full(2 * n, np.inf)], eps_abs=1e-12,
-        eps_rel=1e-12, polishing=True, verbose=False, max_iter=100000,
-    )  # fmt: skip
-    z = mdl.solve().x
+    z = peers.osqp.least_squares(
+        AA, b, np.vstack([np.ones((1, 2 * n)), np.eye(2 * n)]), np.r_[-np.inf, np.zeros(2 * n)],
+        np.r_[tau, np.full(2 * n, np.inf)], eps_abs=1e-12, eps_rel=1e-12, polishing=True,
+        max_iter=100000,
+    ).x  # fmt: skip
     fstar = 0.5 * np.sum((A @ (z[:n] - z[n:]) - b) ** 2)
     dom = domains.l1_ball(tau)
     f = dom.wrap(lambda x, a: 0.5 * jnp.sum((a[0] @ x - a[1]) ** 2))
