@@ -13,6 +13,7 @@ import numpy as np
 __all__ = [
     "is_concrete",
     "check_floating",
+    "check_not_half",
     "check_finite",
     "check_shape",
     "check_positive",
@@ -38,6 +39,22 @@ def check_floating(name: str, x) -> None:
             )
 
 
+def check_not_half(name: str, x, why: str, fix: str | None = None) -> None:
+    """Raise ``TypeError`` if a leaf of ``x`` is a 16-bit float (float16 or bfloat16).
+
+    For methods whose kernels (LAPACK factorizations, FFTs, eigensolvers) run in float32
+    and float64 only, or whose certificates need more than 16-bit precision: ``why`` says
+    which, as a clause ("FlexQP's LAPACK factorizations run in float32 or float64 only");
+    ``fix`` is the conversion to suggest (default ``name.astype(jnp.float32)``).
+    """
+    for path, leaf in jax.tree_util.tree_leaves_with_path(x):
+        dtype = jnp.result_type(leaf)
+        if dtype in (jnp.bfloat16, jnp.float16):
+            where = f"{name}{jax.tree_util.keystr(path)}"
+            fix = fix or f"{name}.astype(jnp.float32)"
+            raise TypeError(f"{where} has dtype {dtype}: {why}; pass {fix}")
+
+
 def check_finite(name: str, x) -> None:
     """Raise ``ValueError`` if a concrete leaf of ``x`` holds NaN (Inf is allowed: bounds)."""
     if not is_concrete(x):
@@ -52,7 +69,8 @@ def check_shape(name: str, x, shape: tuple) -> None:
     xs = tuple(np.shape(x))
     ok = len(xs) == len(shape) and all(s is None or s == t for s, t in zip(shape, xs, strict=False))
     if not ok:
-        want = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ")"
+        dims = ["*" if s is None else str(s) for s in shape]
+        want = "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
         raise ValueError(f"{name} must have shape {want}, got {xs}")
 
 

@@ -32,7 +32,7 @@ from jaxtyping import ArrayLike, Float
 
 from jaxsolve.core import Implicit, Solution, Status, solve
 from jaxsolve.core.protocol import AbstractSolver, hyper
-from jaxsolve.core.validation import is_concrete
+from jaxsolve.core.validation import check_not_half, is_concrete
 from jaxsolve.ot.grid import Grid
 from jaxsolve.ot.transforms import (
     cell_potential,
@@ -333,11 +333,7 @@ def check_densities(name, densities, *, batch: bool):
             f"{name} must be a floating-point array, got dtype {arr.dtype}; convert it with "
             f"jnp.asarray({name}, dtype=jnp.float32) (or float64)"
         )
-    if arr.dtype in (jnp.bfloat16, jnp.float16):
-        raise TypeError(
-            f"{name} has dtype {arr.dtype}: the barycenter's FFT Poisson solves run in "
-            f"float32 or float64 only; pass {name}.astype(jnp.float32)"
-        )
+    check_not_half(name, arr, "the barycenter's FFT Poisson solves run in float32 or float64 only")
     lo = 2 if batch else 1
     if 0 in arr.shape:
         raise ValueError(f"{name} is empty (shape {arr.shape}): give at least one density")

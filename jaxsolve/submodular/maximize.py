@@ -17,7 +17,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float
 
 import jaxsolve
-from jaxsolve.core.validation import is_concrete
+from jaxsolve.core.validation import check_floating, check_shape, is_concrete
 from jaxsolve.submodular.aapga import AAPGA, aapga
 from jaxsolve.submodular.constraints import Cardinality, Knapsack, PartitionMatroid
 from jaxsolve.submodular.objectives import SCM
@@ -72,7 +72,7 @@ def _check_inputs(f, constraint, key, num_rounds):
 def maximize(
     f: SCM,
     constraint: Cardinality | Knapsack | PartitionMatroid,
-    key: jax.Array,
+    key: jax.Array | None = None,
     *,
     solver: AAPGA | None = None,
     tol: float = 1e-6,
@@ -86,7 +86,8 @@ def maximize(
         f: the objective (`SCM`).
         constraint: `cardinality(k)`, `knapsack(costs, budget)` or
             `partition_matroid(groups, caps)`.
-        key: a `jax.random` key for the rounding.
+        key: a `jax.random` key for the rounding (default `jax.random.key(0)`, so a
+            call is reproducible).
         solver: the relaxation's solver (default `aapga()`; `pga()` for the baseline).
         tol: relative Frank-Wolfe gap at which the relaxation stops.
         max_steps: step budget of the relaxation.
@@ -96,11 +97,16 @@ def maximize(
     Works under `jax.vmap` (over `f`, `constraint`, `key`) and `jax.jit`; the checks
     run only on concrete inputs.
     """
+    key = jax.random.key(0) if key is None else key
     _check_inputs(f, constraint, key, num_rounds)
     solver = aapga() if solver is None else solver
     dtype = f.weights.dtype
     if x0 is None:
         x0 = constraint.start(f.n, dtype)
+    else:
+        x0 = jnp.asarray(x0)
+        check_floating("x0", x0)
+        check_shape("x0", x0, (f.n,))
     sol = jaxsolve.solve(solver, x0, (f, constraint), tol=tol, max_steps=max_steps)
     return _finish(f, constraint, key, sol, num_rounds)
 

@@ -33,7 +33,11 @@ import numpy as np
 from jax.experimental import sparse
 from jaxtyping import Array, Float
 
-from jaxsolve.core.validation import is_concrete
+from jaxsolve.core.validation import check_not_half, is_concrete
+
+# phi's concavity check on a grid and the relaxation's certified gap both need more
+# than 16-bit precision (bfloat16 rounds a concave phi into a non-concave one)
+_HALF_WHY = "phi's concavity check and the certified gap need float32 or float64"
 
 __all__ = [
     "Concave",
@@ -235,6 +239,7 @@ class SCM(eqx.Module):
             _nonneg_finite("M", M)
             dtype = M.dtype
             rowmax = np.asarray(jnp.sum(M, axis=1)) if is_concrete(M) else None
+        check_not_half("M", M.data if isinstance(M, sparse.BCOO) else M, _HALF_WHY)
         m, n = M.shape
         if m == 0 or n == 0:
             raise ValueError(f"M must be non-empty, got shape {M.shape}")

@@ -29,8 +29,10 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Bool, Float
 
+from jaxsolve.core.validation import check_floating, is_concrete
 from jaxsolve.submodular.constraints import Cardinality, Knapsack, PartitionMatroid
 
 __all__ = ["pipage", "knapsack_rounding", "fill", "round_solution"]
@@ -48,6 +50,36 @@ def _layout(constraint, n, dtype):
         "constraint must come from cardinality, knapsack or partition_matroid, "
         f"got {type(constraint).__name__}"
     )
+
+
+def _check_point(x, constraint) -> None:
+    """Refuse a concrete `x` outside the constraint's polytope, naming `x`: the pairwise
+    moves keep every group's weighted sum, so a point with a sum above its cap would
+    round to an infeasible set."""
+    check_floating("x", x)
+    if jnp.ndim(x) != 1:
+        raise ValueError(f"x must be a vector (n,), got shape {jnp.shape(x)}")
+    if not is_concrete((x, constraint)):
+        return
+    n = x.shape[0]
+    constraint.check(n)
+    xs = np.asarray(x, np.float64)
+    slack = 1e-6
+    if not (np.all(np.isfinite(xs)) and xs.min() >= -slack and xs.max() <= 1 + slack):
+        raise ValueError("x must lie in [0, 1]^n (the relaxed point of the constraint)")
+    w, groups, g = _layout(constraint, n, jnp.float64)
+    sums = np.bincount(np.asarray(groups), weights=np.asarray(w) * xs, minlength=g)
+    if isinstance(constraint, Knapsack):
+        caps = np.asarray(constraint.budget, np.float64)[None]
+    elif isinstance(constraint, PartitionMatroid):
+        caps = np.asarray(constraint.caps, np.float64)
+    else:
+        caps = np.asarray(constraint.k, np.float64)[None]
+    if np.any(sums > caps * (1 + slack) + slack):
+        raise ValueError(
+            f"x must lie in the constraint's polytope: its weighted sums {sums.round(6)} "
+            f"exceed the caps {caps}"
+        )
 
 
 def _pairwise(x, w, groups, num_groups, key, round_up: bool, f=None):
@@ -126,6 +158,7 @@ def pipage(x: Float[Array, " n"], constraint, key=None, f=None) -> Bool[Array, "
     """
     if isinstance(constraint, Knapsack):
         raise TypeError("pipage rounds cardinality and partition matroids; use knapsack_rounding")
+    _check_point(x, constraint)
     w, groups, g = _layout(constraint, x.shape[0], x.dtype)
     return _pairwise(x, w, groups, g, key, True, f)
 
@@ -138,6 +171,7 @@ def knapsack_rounding(
     rounded down. Randomized with `key`, by the larger $F$ with `f` (as `pipage`)."""
     if not isinstance(constraint, Knapsack):
         raise TypeError("knapsack_rounding needs a Knapsack constraint")
+    _check_point(x, constraint)
     n = x.shape[0]
     return _pairwise(x, constraint.costs.astype(x.dtype), jnp.zeros(n, jnp.int32), 1, key, False, f)
 

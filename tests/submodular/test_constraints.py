@@ -92,7 +92,27 @@ def test_bad_input_names_the_argument():
             "caps contains NaN",
         ),
         (lambda: sm.maximize(f, sm.knapsack(jnp.ones(4), 2.0), None), "costs must have shape"),
+        (lambda: sm.SCM.create(jnp.ones((3, 5), jnp.bfloat16)), "M has dtype bfloat16"),
+        (lambda: sm.maximize(f, sm.cardinality(2), x0=jnp.ones(4)), r"x0 must have shape \(5,\)"),
+        (lambda: sm.maximize(f, sm.cardinality(2), x0=jnp.ones(5, int)), "x0 must be a floating"),
+        # a fractional point above the cap would round to an infeasible set
+        (lambda: sm.pipage(jnp.full(5, 0.6), sm.cardinality(2)), "x must lie in the constraint"),
+        (lambda: sm.pipage(jnp.full(5, 1.5), sm.cardinality(5)), r"x must lie in \[0, 1\]"),
+        (
+            lambda: sm.knapsack_rounding(jnp.ones(5), sm.knapsack(jnp.ones(5), 2.0)),
+            "x must lie in the constraint",
+        ),
     ]
     for call, msg in cases:
         with pytest.raises((ValueError, TypeError), match=msg):
             call()
+
+
+def test_maximize_default_key_is_key_zero():
+    """`key=None` is the documented reproducible default, `jax.random.key(0)`."""
+    M = jnp.asarray(np.random.default_rng(4).uniform(0, 1, (6, 12)))
+    f = sm.SCM.create(M, phi="sqrt")
+    a = sm.maximize(f, sm.cardinality(3), max_steps=50)
+    b = sm.maximize(f, sm.cardinality(3), jax.random.key(0), max_steps=50)
+    np.testing.assert_array_equal(np.asarray(a.selected), np.asarray(b.selected))
+    assert int(np.asarray(a.selected).sum()) == 3
