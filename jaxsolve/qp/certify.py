@@ -1,4 +1,8 @@
-r"""Evidence of infeasibility for FlexQP: a Farkas-type exclusion radius.
+r"""FlexQP's certificates: unboundedness of a step, infeasibility by an exclusion radius.
+
+Unboundedness (`unbounded_step`) is OSQP's dual-infeasibility test (Stellato et al.,
+2020) on the step a block of ADMM iterations took. Infeasibility (`exclusion_radius`)
+is derived below.
 
 FlexQP ends an infeasible QP at its largest elastic weight $\mu$ with rows still
 violated. The same happens on a *feasible* QP whose optimal multipliers exceed
@@ -49,12 +53,17 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
-__all__ = ["exclusion_radius", "RADIUS_FACTOR"]
+from jaxsolve.qp.scaling import Scaled, amax
+
+__all__ = ["exclusion_radius", "RADIUS_FACTOR", "UNBOUNDED_CHECKS", "unbounded_step"]
+
+#: ``UNBOUNDED`` needs `unbounded_step` on this many consecutive checks.
+UNBOUNDED_CHECKS = 3
 
 #: ``INFEASIBLE`` needs no feasible point within ``RADIUS_FACTOR * max(1, ||x||_inf)`` of
-#: ``x``. Measured: 2e2 to 2e6 on the infeasible test QPs (the 1e-4 gap of osqp#255 is
-#: the lowest), at most 0.4 on feasible QPs solved with too small a cap, 1.5e-3 on
-#: QPCBOEI2. It grows in proportion to ``mu_max`` on infeasible QPs.
+#: ``x``. The radius grows in proportion to ``mu_max`` on an infeasible QP and stays
+#: below 1 on a feasible QP solved with too small a cap, so 10 separates the two with
+#: room on both sides at the default cap.
 RADIUS_FACTOR = 10.0
 
 
@@ -123,3 +132,25 @@ def exclusion_radius(
     Atw_abs = (jnp.abs(A).T @ jnp.abs(ws)) / D
     den = jnp.sum(jnp.abs(Atw)) + 10 * jnp.finfo(dtype).eps * jnp.sum(Atw_abs)
     return jnp.where(num > 0, jnp.where(den > 0, num / den, jnp.inf), num)
+
+
+def unbounded_step(d: Scaled, dxs, eps_unbounded) -> jax.Array:
+    """Whether the scaled step ``dxs`` (``(n,)``) certifies an unbounded QP (bool).
+
+    With ``dx = D dxs`` in user units: ``||P dx|| <= eps``, ``q'dx <= -eps`` and ``A dx``
+    in the recession cone of ``[l, u]`` (``<= eps`` on rows with a finite upper bound,
+    ``>= -eps`` on rows with a finite lower one), ``eps = eps_unbounded ||dx||_inf``,
+    and ``dx`` not negligibly small. Then the objective decreases without bound along
+    ``dx`` for every elastic weight.
+    """
+    dx = d.D * dxs
+    ndx = amax(dx)
+    eps = eps_unbounded * ndx
+    Pdx = (d.P @ dxs) / (d.D * d.c)
+    qdx = d.q @ dxs / d.c
+    Adx = (d.A @ dxs) / d.E
+    cone = jnp.all(
+        jnp.where(jnp.isfinite(d.up), Adx <= eps, True)
+        & jnp.where(jnp.isfinite(d.lo), Adx >= -eps, True)
+    )
+    return (ndx > 1e3 * jnp.finfo(dxs.dtype).tiny) & (amax(Pdx) <= eps) & (qdx <= -eps) & cone

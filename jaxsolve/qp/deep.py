@@ -52,17 +52,11 @@ from jax.scipy.linalg import cho_solve
 
 from jaxsolve.core import Status
 from jaxsolve.core.protocol import AbstractSolver, hyper
-from jaxsolve.qp.flexqp import (
-    EQ_RHO_WEIGHT,
-    FREE_ROW_RHO,
-    flexqp,
-    kkt_residuals,
-    prepare_scaled,
-    relaxed_update,
-    scaled_with,
-    unscale,
-)
+from jaxsolve.qp.admm import EQ_RHO_WEIGHT, FREE_ROW_RHO, relaxed_update
+from jaxsolve.qp.flexqp import flexqp
 from jaxsolve.qp.problem import QP
+from jaxsolve.qp.residuals import kkt_residuals
+from jaxsolve.qp.scaling import prepare_scaled, scaled_with, unscale
 
 __all__ = [
     "DeepFlexQP",

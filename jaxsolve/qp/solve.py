@@ -202,11 +202,9 @@ def _flexqp_settings(hyper: dict, batched: bool) -> dict:
     if batched:
         hyper.setdefault("rho", _BATCH_RHO)
         hyper.setdefault("scaling_iters", _BATCH_SCALING)
-    # The explicit inverse is fast batched but loses digits on ill-conditioned systems
-    # (equality rows carry 1e3 rho). float32 keeps the triangular L^-1 (flexqp._factor:
-    # the rounded product K^-1 derailed an equality-constrained QP): on 1024 random QPs
-    # 0.73x the CPU time of the Cholesky factor at n = 20 and n = 100, and on 240
-    # float32 equality-constrained QPs 1 MAX_STEPS (at the float32 floor) instead of 3.
+    # The explicit inverse factor is faster batched than the Cholesky factor; float32
+    # keeps the triangular L^-1, whose accuracy equality rows (1e3 rho) need
+    # (jaxsolve.qp.linalg.factor).
     hyper.setdefault("kkt_inverse", batched)
     return hyper
 

@@ -104,32 +104,32 @@ def test_batch_option_validation():
 
 @pytest.mark.parametrize("n", [37, 70])
 def test_inverses_by_halves(n):
-    """The batched KKT inverses above order 32 (flexqp._spd_inverse, _tri_inverse: by
+    """The batched KKT inverses above order 32 (linalg.spd_inverse, tri_inverse: by
     halves, recursively, uneven halves at odd orders) equal the direct ones; a matrix that
     is not positive definite gives NaN, as the unsplit Cholesky did (the refactorization
     drops a non-finite factor)."""
-    from jaxsolve.qp.flexqp import _spd_inverse, _tri_inverse
+    from jaxsolve.qp.linalg import spd_inverse, tri_inverse
 
     rng = np.random.default_rng(n)
     M = rng.standard_normal((n, n))
     K = M @ M.T + 1e-2 * np.eye(n)  # condition number ~1e5
     K_inv = np.linalg.inv(K)
-    X = np.asarray(_spd_inverse(jnp.asarray(K)))
+    X = np.asarray(spd_inverse(jnp.asarray(K)))
     assert np.linalg.norm(X - K_inv) <= 1e-9 * np.linalg.norm(K_inv)
     np.testing.assert_array_equal(X, X.T)
     L = np.linalg.cholesky(K)
-    Li = np.asarray(_tri_inverse(jnp.asarray(L)))
+    Li = np.asarray(tri_inverse(jnp.asarray(L)))
     assert np.linalg.norm(Li - np.linalg.inv(L)) <= 1e-9 * np.linalg.norm(Li)
     assert np.all(np.triu(Li, 1) == 0)
     # float32 (the batched float32 path keeps L^-1)
     L32 = np.linalg.cholesky(M @ M.T + n * np.eye(n)).astype(np.float32)
-    Li32 = np.asarray(_tri_inverse(jnp.asarray(L32)))
+    Li32 = np.asarray(tri_inverse(jnp.asarray(L32)))
     assert Li32.dtype == np.float32
     assert np.linalg.norm(Li32 @ L32 - np.eye(n)) <= 1e-5
     # indefinite: the trailing Schur complement (not the leading block) fails
     bad = K.copy()
     bad[-1, -1] = -1.0
-    assert np.all(np.isnan(np.asarray(_spd_inverse(jnp.asarray(bad)))[-1]))
+    assert np.all(np.isnan(np.asarray(spd_inverse(jnp.asarray(bad)))[-1]))
 
 
 @pytest.mark.slow  # batches above the split order compile the block inverses (14 s)

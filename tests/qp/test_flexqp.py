@@ -657,6 +657,8 @@ def test_in_loop_polish_keeps_a_point_that_meets_tol():
     above it, is rejected without ``polish_accept`` and kept with it."""
     import importlib
 
+    from jaxsolve.qp.polish import polish, polish_in_loop
+
     # the module (jaxsolve.qp exports the function under the same name)
     F = importlib.import_module("jaxsolve.qp.flexqp")
     qp = problems.random_qp(jax.random.key(3), 10, 20)
@@ -667,12 +669,12 @@ def test_in_loop_polish_keeps_a_point_that_meets_tol():
     hp, pending, res = F._residuals_now(solver, s)
     d = s.data
     delta = jnp.maximum(hp.delta, 1e3 * jnp.finfo(s.xs.dtype).eps)
-    xp, _, _, rp = F._polish(d, s.xs, s.zs, s.ys, s.mu_level, delta, 5, 1, pending, res)
+    xp, _, _, rp = polish(d, s.xs, s.zs, s.ys, s.mu_level, delta, 5, 1, pending, res)
     assert float(rp.error) < 1e-6 and float(res.error) > 10 * float(rp.error)
     fake = res._replace(error=2.0 * rp.error)  # the polished point is only 2x better
     for accept, kept in ((0.0, False), (3.0 * float(rp.error), True)):
         h = hp._replace(polish_accept=jnp.asarray(accept))
-        x, _, _, r = F._polish_in_loop(d, s.xs, s.zs, s.ys, s.mu_level, fake, h, 5, 1, pending)
+        x, _, _, r = polish_in_loop(d, s.xs, s.zs, s.ys, s.mu_level, fake, h, 5, 1, pending)
         assert bool(jnp.all(x == xp)) is kept
         assert float(r.error) == (float(rp.error) if kept else float(fake.error))
     # the hyperparameter reaches the step (solve_qp sets it to its tol)
