@@ -24,20 +24,12 @@ from jaxsolve.qp.problem import QP, validate_qp
 
 # Starting ADMM penalty of a batch (a single QP starts at flexqp's default, 0.1, as OSQP).
 # The data are Ruiz-equilibrated with cost scaling, so P and A'A have unit-size entries
-# and rho = 1 weighs them alike. Measured on batches of 256 QPs of eight classes
-# (float64, default tolerance; mean ADMM iterations, rho 0.1 -> 1): random n = 20
-# 100 -> 66, n = 60 131 -> 67, portfolio 64 -> 39, lasso 53 -> 26, Huber 63 -> 41,
-# SVM 55 -> 41, MPC 48 -> 46, equality-constrained 20 -> 20, no status worse; random
-# n = 100 (bench/qp.py's size) 155 -> 73. On the Maros-Meszaros set (single solves) it
-# was mixed (same 42/44 solved, QBEACONF 1050 -> 6350 and QSHARE1B 32850 -> 62900
-# iterations, VALUES 1200 -> 500), so single solves keep 0.1.
+# and rho = 1 weighs them alike: batches of small QPs need fewer ADMM iterations with it,
+# while single solves of harder problems (Maros-Meszaros) do better from 0.1.
 _BATCH_RHO = 1.0
-# Ruiz passes for a batch (a single QP keeps flexqp's 10, as OSQP). On batches of 256
-# QPs of nine classes (float64, tol 1e-6) 5 passes gave the same statuses and mean ADMM
-# iterations within 4% (random n = 20 65.5 -> 65.2, n = 60 66.7 -> 68.9, portfolio,
-# lasso, Huber, SVM, equality-constrained within 1%, MPC 46 -> 36, infeasible
-# 2940 -> 2720 with 2 MAX_STEPS instead of 3); init is ~1/4 of a batch of small QPs and
-# half of it the Ruiz passes (1024 random QPs at n = 20: 0.95x the time).
+# Ruiz passes for a batch (a single QP keeps flexqp's 10, as OSQP): the passes are a
+# large part of a batch's init, and on batches of small QPs 5 give the same statuses at
+# about the same iteration counts.
 _BATCH_SCALING = 5
 # In-loop polish schedule of a single QP (steps 1, 2, 4, ... and every 5th); also that of
 # a lockstep batch's last lanes, which run one at a time with real branches.
@@ -59,8 +51,8 @@ def warm_start_from(previous) -> WarmStart:
 
 @partial(jax.jit, static_argnames=("batch_axes",))
 def _attach(solver, qp, sol, batch_axes=None):
-    """The driver's implicit rule on a computed solution, compiled (eager, its handful
-    of small operations cost ~20% of a 128-QP lockstep batch's time)."""
+    """The driver's implicit rule on a computed solution, compiled (run eagerly, its
+    many small operations would cost a visible share of a batch's time)."""
     return implicit_solution(solver, qp, sol, batch_axes=batch_axes)
 
 
@@ -81,7 +73,7 @@ def _solve_map(solver, x0, qp, *, tol, max_steps, loop, implicit, history):
 
 def _lockstep_chunk(qp: QP) -> int:
     """Lanes per lockstep chunk: about 1 MB of per-lane matrices (P, A, the KKT factor
-    and its two parts), 4 to 32 lanes (measured on 1024 random QPs, bench/qp.py)."""
+    and its two parts), 4 to 32 lanes, so that a chunk's data stays in cache."""
     n, m = qp.q.shape[-1], qp.l.shape[-1]
     per_lane = (4 * n * n + m * n) * jnp.dtype(qp.q.dtype).itemsize
     g = 4
@@ -91,11 +83,8 @@ def _lockstep_chunk(qp: QP) -> int:
 
 
 def _auto_batch(qp: QP) -> str:
-    """``batch="auto"``: ``"lockstep"`` on a CPU backend, ``"vmap"`` elsewhere.
-
-    By measurement (random QPs, 2-core CPU, CPU time): lockstep / lax.map = 0.38 at
-    n = 20, 0.40-0.55 at n = 100 (1024 QPs each), 0.34 at n = 300 (16 QPs).
-    """
+    """``batch="auto"``: ``"lockstep"`` on a CPU backend, ``"vmap"`` elsewhere (on CPU
+    the lockstep batch is the fastest path at every size `bench/qp.py` runs)."""
     if qp.q.ndim != 2:
         return "vmap"
     return "lockstep" if jax.default_backend() == "cpu" else "vmap"
@@ -123,16 +112,15 @@ def _vmappable_single(solver, x0, qp, tol, max_steps, implicit, batch_kw, histor
     single-QP loop, and XLA:CPU then calls jaxlib's batched LAPACK kernels (Cholesky,
     triangular solves) with the whole batch inside the loop: jaxlib 0.10 splits such a
     call over the intra-op thread pool (``ParallelBatchMap``) and, called from a pool
-    worker inside a while loop, its two concurrent calls wait for ever on tasks no
-    worker picks up (1024 random QPs, n = 20, m = 40 hang after ~8 s of CPU; 192 do
-    not). Here ``jax.vmap`` of a single solve runs the lockstep batch instead (its
-    chunks of at most 32 lanes, the batch path ``solve_qp`` takes for a batched QP on
-    CPU, 0.4-0.55x the CPU time of one problem after another): the same statuses and
-    answers at ``tol``. With ``history=True`` (or per-lane tolerances) the lanes run one
-    after another (``lax.map``) instead. Implicit derivatives stay exact: the solve
-    runs on constant inputs and the driver's implicit rule
-    (`jaxsolve.core.adjoint.implicit_solution`, `FlexQP.optimality`)
-    differentiates the KKT conditions at its end, outside the ``custom_vmap``.
+    worker inside a while loop, its two concurrent calls can wait for ever on tasks no
+    worker picks up (large batches hang). Here ``jax.vmap`` of a single solve runs the
+    lockstep batch instead (its chunks of at most 32 lanes, the batch path ``solve_qp``
+    takes for a batched QP on CPU): the same statuses and answers at ``tol``. With
+    ``history=True`` (or per-lane tolerances) the lanes run one after another
+    (``lax.map``) instead. Implicit derivatives stay exact: the solve runs on constant
+    inputs and the driver's implicit rule (`jaxsolve.core.adjoint.implicit_solution`,
+    `FlexQP.optimality`) differentiates the KKT conditions at its end, outside the
+    ``custom_vmap``.
     """
     tol_a = jnp.asarray(tol, qp.q.dtype)
 
@@ -184,20 +172,17 @@ def _flexqp_settings(hyper: dict, batched: bool) -> dict:
     # polish). In a batch the lax.cond becomes a select and the polish runs on every
     # step anyway, so it is attempted on every step with one pass: it ends the slow
     # lanes of a vmapped batch (whose loop runs until the slowest lane is done) once
-    # their active set is right (max/mean ADMM iterations over 1024 random QPs went
-    # from 40000/159 to ~1100/75 in float64).
+    # their active set is right.
     hyper.setdefault("polish_every", 1 if batched else _SINGLE_POLISH_EVERY)
     if batched:
         hyper.setdefault("polish_passes", 1)
         # finalize's fine polish stage is a per-problem lax.cond; in a batch it becomes a
-        # select that runs its 6 passes on every lane (finalize 9x slower on 1024 random
-        # QPs, n = 20): batches skip it unless asked for (polish_fine=6)
+        # select that runs its passes on every lane (finalize several times slower):
+        # batches skip it unless asked for (polish_fine=6)
         hyper.setdefault("polish_fine", 0)
-    # rho adapted at every check (QSCAGR7 and QE226 need it). Batches started at rho 0.1
-    # waited 3 checks (a lane whose rho ping-ponged 8x never converged); started at
-    # _BATCH_RHO, every check does as well on 1024 random QPs (n = 20, max ADMM
-    # iterations 1880 against 2490, same mean) and ends a float32 lane at its precision
-    # floor that every 3 checks left at MAX_STEPS (test_float32_random_classes).
+    # rho adapted at every check: some single QPs (Maros-Meszaros QSCAGR7, QE226) need
+    # it, and batches started at _BATCH_RHO do as well with it and end float32 lanes at
+    # their precision floor that a change every third check left at MAX_STEPS.
     hyper.setdefault("rho_every", 1)
     if batched:
         hyper.setdefault("rho", _BATCH_RHO)
@@ -273,24 +258,23 @@ def solve_qp(
             time), ``"vmap"`` (one vmapped loop: the GPU/TPU way), ``"map"``
             (``lax.map``: one problem after another inside one compiled call) or
             ``"auto"`` (default: ``"lockstep"`` on a CPU backend, else ``"vmap"``).
-            Measured on 1024 random QPs (``bench/qp.py``, 2-core CPU): the lockstep
-            batch takes 0.4-0.55x the CPU time of ``"map"`` at n = 20 and n = 100 (and
-            0.34x on 16 QPs at n = 300, m = 450: ``"map"`` won at no size measured), since
-            its matrix-vector products are shared by a chunk's lanes (XLA's per-operation
+            On CPU the lockstep batch is faster than ``"map"`` (``bench/qp.py``): its
+            matrix-vector products are shared by a chunk's lanes (XLA's per-operation
             overhead dominates one small problem's iteration) while a chunk's data stays
             in cache. ``"lockstep"`` needs ``loop="while"`` without history (else
             ``"map"`` runs). Same answers and statuses either way (lanes may stop at a
             different step: lockstep rounds polish a lane, between rounds, when its
-            error first falls below 1e-3 or at its polish checkpoints, and their step is ``check_every`` = 20 ADMM
-            iterations with rho moved at any check, unless ``check_every`` or
-            ``rho_every`` is given); all work under ``jit``, ``vmap`` and ``grad``.
+            error first falls below 1e-3 or at its polish checkpoints, and their step
+            is ``check_every`` = 20 ADMM iterations with rho moved at any check, unless
+            ``check_every`` or ``rho_every`` is given); all work under ``jit``,
+            ``vmap`` and ``grad``.
         **hyper: hyperparameters of `flexqp`; ``polish_every``
             defaults to 5 for a single QP and 1 for a batch (``polish_passes`` 1 and
             ``polish_fine`` 0 there; a lockstep batch's last lanes, run one at a time,
             keep 5), ``rho_every`` to 1, ``rho`` to 0.1 for a single
-            QP and 1 for a batch (``_BATCH_RHO``: on the equilibrated data of a batch
-            of small QPs rho = 1 took 20-50% fewer ADMM iterations on seven of eight
-            problem classes), ``scaling_iters`` to 5 for a batch (``_BATCH_SCALING``;
+            QP and 1 for a batch (``_BATCH_RHO``: fewer ADMM iterations on the
+            equilibrated data of small QPs), ``scaling_iters`` to 5 for a batch
+            (``_BATCH_SCALING``;
             10 for a single QP), ``polish_accept`` to ``tol``, ``kkt_inverse`` to True for
             a batch (float32 keeps ``L^-1`` and applies it twice, float64 keeps
             ``K^-1``: see `flexqp`).
@@ -358,16 +342,14 @@ def solve_qp(
             lock_hyper["polish_every"] = 0
         if not user_checks:
             # lockstep rounds check every 20 ADMM iterations (rho may move at each
-            # check, rho_every=1 as above): the checks are a third of a step's
+            # check, rho_every=1 as above): the checks are a large part of a step's
             # overhead, and lanes end at an in-round polish, not at the last iterations
-            # (1024 random QPs, n = 20, rho started at 0.1: 98 ADMM iterations per
-            # lane, as with 10; 10-15% less CPU time)
             lock_hyper["check_every"] = 20
         lock = flexqp(**lock_hyper) if lock_hyper != hyper else solver
         # The last `tail` lanes run one at a time with real branches: there an in-loop
         # polish costs only when it runs, so they polish as a single QP does (steps 1, 2,
-        # 4, ... and every 5th), not at every step (a polish costs ~2 checks' ADMM work
-        # at n = 20; the slowest of 1024 random QPs spends ~2000 ADMM iterations there).
+        # 4, ... and every 5th), not at every step (a polish costs about two checks'
+        # ADMM work, and the slowest lanes run long).
         tail = (
             flexqp(**{**hyper, "polish_every": _SINGLE_POLISH_EVERY})
             if not user_polish_every
