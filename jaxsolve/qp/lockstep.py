@@ -18,8 +18,7 @@ cache. A batch of ``B`` QPs of one shape runs as:
    polished, as the single-QP loop polishes at fixed steps), are polished, gathered
    in chunks, with the rule of the single-QP in-loop polish (kept when 10x better and
    below 1e-3): most lanes end there, with their active set right, long before the
-   ADMM iterate itself meets ``tol`` (on 1024 random QPs about 3/4 of the lanes end at
-   their first such polish). Then the running lanes are gathered into chunks; a chunk
+   ADMM iterate itself meets ``tol``. Then the running lanes are gathered into chunks; a chunk
    steps in lockstep until at most ``1/keep`` of the lanes it started with still run
    (a lane below its polish threshold waits for the next round's polish), and its
    iterates are written back. One step is ``check_every`` ADMM iterations as batched
@@ -158,22 +157,17 @@ def solve_lockstep(
         tol: tolerance on FlexQP's error.
         max_steps: step budget per lane.
         chunk: lanes stepped together (the batch is padded to a multiple of it).
-        keep: a chunk stops when no more than ``1/keep`` of its lanes still run. 2 by
-            measurement (1024 random QPs, one process, median of 20 alternating calls):
-            a chunk of 32 lanes at n = 20 ran at 72% lane utilization with 4; 2 took
-            0.98x (float64) and 0.94x (float32) the time of 4, 8 took 1.07x; at n = 100
-            (chunks of 4 lanes) 0.99x.
+        keep: a chunk stops when no more than ``1/keep`` of its lanes still run (a
+            larger ``keep`` steps more finished lanes, a smaller one re-chunks more
+            often; 2 was the fastest on random QPs).
         tail: lanes finished one at a time at the end.
         polish_at: error below which a lane is first polished between rounds (then
             10x below the error it reached); 0 polishes only in finalize.
         refactor_lanes: lanes factored together after a rho change (a group of
             ``h`` slots factors ``h`` lanes even when fewer need it); 0 keeps the
             chunk-wide ``lax.cond`` of the step (every lane of the chunk refactors).
-            1 by measurement (CPU time, best of 5, float64): 256 random QPs at
-            n = 100 (chunks of 4 lanes) 0.78 s with 4 (the chunk: every refactor
-            factored all 4 lanes, 2.8 factorizations per lane, 20% of the time),
-            0.74 s with 2, 0.68 s with 1; at n = 20 (1024 QPs) 8, 4, 2, 1 within
-            noise (0.142-0.147 s).
+            1 factors only the lanes that need it: factorizations dominate the
+            refactor's cost at larger n, and small n showed no difference.
 
     Returns:
         A batched `Solution` with a status per lane. Between polishes
@@ -204,7 +198,7 @@ def solve_lockstep(
         near = s.error <= _NEAR
 
         def polish(s):
-            fin = jax.vmap(lambda st, q: solver.finalize(st, q, jnp.asarray(True)))(s, qc)
+            fin = jax.vmap(lambda lane, q: solver.finalize(lane, q, jnp.asarray(True)))(s, qc)
             good = near & (fin.error <= tol) & jnp.all(jnp.isfinite(fin.x), axis=-1)
             return lane_select(good, fin, s)
 
