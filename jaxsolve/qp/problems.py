@@ -377,7 +377,7 @@ def shift_mpc_warm_start(previous, qp: QP, nx: int, nu: int, T: int):
     """
     from jaxsolve.qp.flexqp import WarmStart
 
-    st = previous.state
+    prev = previous.state
     Nx = (T + 1) * nx
 
     def shift_vars(v):
@@ -387,9 +387,9 @@ def shift_mpc_warm_start(previous, qp: QP, nx: int, nu: int, T: int):
         us = jnp.concatenate([us[1:], us[-1:]])
         return jnp.concatenate([xs.ravel(), us.ravel()])
 
-    x = shift_vars(st.x)
-    y_eq = st.y[:Nx].reshape(T + 1, nx)  # row 0: x_0 = x0, rows 1..T: dynamics
+    x = shift_vars(prev.x)
+    y_eq = prev.y[:Nx].reshape(T + 1, nx)  # row 0: x_0 = x0, rows 1..T: dynamics
     y_eq = jnp.concatenate([y_eq[1:2], y_eq[2:], y_eq[-1:]]).ravel()
-    y = jnp.concatenate([y_eq, shift_vars(st.y[Nx:])])
+    y = jnp.concatenate([y_eq, shift_vars(prev.y[Nx:])])
     z = jnp.clip(qp.A @ x, qp.l, qp.u)
-    return WarmStart(x, y, z, st.rho, st.mu)
+    return WarmStart(x, y, z, prev.rho, prev.mu)
