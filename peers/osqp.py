@@ -36,6 +36,13 @@ def solve(P, q, A, l, u, *, raise_error=None, **settings):
     return solver.solve() if raise_error is None else solver.solve(raise_error=raise_error)
 
 
+def solution(result, accept=("solved",)):
+    """``result.x`` as an array, after checking that OSQP's status is in ``accept``."""
+    if result.info.status not in accept:
+        raise AssertionError(f"OSQP status {result.info.status!r}, expected one of {accept}")
+    return np.asarray(result.x)
+
+
 def finite_bounds(l, u):
     """``(l, u)`` with infinite entries replaced by -BIG and +BIG."""
     l, u = np.asarray(l), np.asarray(u)

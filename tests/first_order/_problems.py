@@ -24,20 +24,9 @@ def data(seed, m=12, n=6, dtype=np.float64):
 
 def osqp_ls(A, b, C, lo, hi, P_extra=None):
     """min 1/2||A x - b||^2 s.t. lo <= C x <= hi, by OSQP at 1e-10 with polishing."""
-    res = peers.osqp.least_squares(
-        A,
-        b,
-        C,
-        lo,
-        hi,
-        eps_abs=1e-10,
-        eps_rel=1e-10,
-        polishing=True,
-        max_iter=400000,
-        raise_error=False,
-    )
-    assert res.info.status == "solved", res.info.status
-    return res.x
+    settings = dict(eps_abs=1e-10, eps_rel=1e-10, polishing=True, max_iter=400000)
+    res = peers.osqp.least_squares(A, b, C, lo, hi, raise_error=False, **settings)
+    return peers.osqp.solution(res)
 
 
 def ls_l2_ball(A, b, r):

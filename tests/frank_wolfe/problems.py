@@ -37,8 +37,7 @@ def _osqp(P, q, A, lo, hi):
         P, q, A, lo, hi, eps_abs=1e-12, eps_rel=1e-12, eps_prim_inf=1e-14, eps_dual_inf=1e-14,
         max_iter=200000, polishing=True,
     )  # fmt: skip
-    assert r.info.status in ("solved", "solved inaccurate"), r.info.status
-    return r.x
+    return peers.osqp.solution(r, accept=("solved", "solved inaccurate"))
 
 
 def quad(x, args):

@@ -23,15 +23,6 @@ def exact_projection(y, A=None, b=None, C=None, l=None, u=None, lb=None, ub=None
         rows.append(np.eye(n))
         lo.append(np.full(n, -np.inf) if lb is None else np.asarray(lb, np.float64))
         hi.append(np.full(n, np.inf) if ub is None else np.asarray(ub, np.float64))
-    res = peers.osqp.project(
-        y,
-        np.vstack(rows),
-        np.concatenate(lo),
-        np.concatenate(hi),
-        eps_abs=1e-12,
-        eps_rel=1e-12,
-        max_iter=200000,
-        polish=True,
-    )
-    assert res.info.status_val == 1, res.info.status
-    return res.x
+    settings = dict(eps_abs=1e-12, eps_rel=1e-12, max_iter=200000, polish=True)
+    res = peers.osqp.project(y, np.vstack(rows), np.concatenate(lo), np.concatenate(hi), **settings)
+    return peers.osqp.solution(res)

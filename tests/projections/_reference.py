@@ -9,19 +9,8 @@ import peers.osqp
 
 def qp_project(x, C, lo, hi) -> np.ndarray:
     """Euclidean projection of ``x`` onto ``{y : lo <= C y <= hi}`` by OSQP at 1e-10 + polish."""
-    res = peers.osqp.project(
-        x,
-        C,
-        lo,
-        hi,
-        eps_abs=1e-10,
-        eps_rel=1e-10,
-        polishing=True,
-        max_iter=200000,
-        raise_error=False,
-    )
-    assert res.info.status == "solved", res.info.status
-    return np.asarray(res.x)
+    settings = dict(eps_abs=1e-10, eps_rel=1e-10, polishing=True, max_iter=200000)
+    return peers.osqp.solution(peers.osqp.project(x, C, lo, hi, raise_error=False, **settings))
 
 
 def _box_rows(n, lo, hi):
@@ -40,21 +29,14 @@ def osqp_ls_l1(A, b, r):
     A = np.asarray(A, np.float64)
     b = np.asarray(b, np.float64)
     n = A.shape[1]
+    C = np.vstack([np.eye(2 * n), np.ones((1, 2 * n))])
+    lo, hi = np.r_[np.zeros(2 * n), -np.inf], np.r_[np.full(2 * n, np.inf), r]
+    settings = dict(eps_abs=1e-12, eps_rel=1e-12, polishing=True, max_iter=400000)
     res = peers.osqp.least_squares(
-        np.hstack([A, -A]),
-        b,
-        np.vstack([np.eye(2 * n), np.ones((1, 2 * n))]),
-        np.r_[np.zeros(2 * n), -np.inf],
-        np.r_[np.full(2 * n, np.inf), r],
-        ridge=1e-13,
-        eps_abs=1e-12,
-        eps_rel=1e-12,
-        polishing=True,
-        max_iter=400000,
-        raise_error=False,
+        np.hstack([A, -A]), b, C, lo, hi, ridge=1e-13, raise_error=False, **settings
     )
-    assert res.info.status == "solved", res.info.status
-    return res.x[:n] - res.x[n:]
+    x = peers.osqp.solution(res)
+    return x[:n] - x[n:]
 
 
 def ref_l1_ball(x, r=1.0):
