@@ -21,8 +21,9 @@ $(BENCH_STAMP): $(STAMP)
 
 venv: $(STAMP)
 
+# examples/: one script per family (python examples/qp.py); the driver prints every row
 demo: $(STAMP)
-	$(BIN)/python -m jaxsolve.demo
+	$(BIN)/python -m examples
 
 # worksteal: an idle worker takes queued tests from the busy one, so the run does not end
 # with one worker alone on a queue of compile-bound tests
@@ -49,8 +50,8 @@ notebook-quickstart: $(STAMP)
 	$(BIN)/python tools/run_notebooks.py notebooks/00_quickstart.ipynb
 
 lint: $(STAMP)
-	$(BIN)/ruff check jaxsolve tests bench tools
-	$(BIN)/ruff format --check jaxsolve tests bench tools
+	$(BIN)/ruff check jaxsolve tests bench tools examples peers
+	$(BIN)/ruff format --check jaxsolve tests bench tools examples peers
 
 clean:
 	rm -rf $(VENV) site demo_output .pytest_cache

@@ -167,10 +167,10 @@ def test_sparse_graph_products_match_dense():
 
 
 def _demo_graph():
-    # the demo's 8-NN graph of its 150-point mixture (jaxsolve.cluster.demo)
-    from jaxsolve.cluster.demo import _mixture
+    # the demo's 8-NN graph of its 150-point mixture (examples/cluster.py)
+    from examples.cluster import mixture
 
-    x, y = _mixture()
+    x, y = mixture()
     d = ((x[:, None] - x[None]) ** 2).sum(-1)
     a = np.zeros_like(d)
     a[np.repeat(np.arange(len(x)), 8), np.argsort(d, axis=1)[:, 1:9].ravel()] = 1.0

@@ -280,7 +280,7 @@ def test_bad_input(batch):
 
 def test_toy_preference_reweighting():
     """The demo's toy run: w_qual is lower on mislabelled pairs, w_perf decays as pairs are fit."""
-    from jaxsolve.losses.demo import make_preference_data, train_preference, weights_report
+    from examples.losses import make_preference_data, train_preference, weights_report
 
     data = make_preference_data(0, pairs=256)
     assert 0.05 < data["mislabelled"].mean() < 0.5

@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import pathlib
+import sys
+
+if __name__ == "__main__":  # `python examples/<name>.py`: import from the repo root, not examples/
+    sys.path[0] = str(pathlib.Path(__file__).resolve().parents[1])
+
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+import peers.osqp
+from examples._common import main, row_from_solution
+from peers.timing import timed
+
 
 def run(out_dir: pathlib.Path) -> list[dict]:
     from jaxsolve.core import Status, solve, status_counts
-    from jaxsolve.demo import row_from_solution, timed
     from jaxsolve.layers import Polytope, dc3_simple_qp, pinet_projection, project, projection_args
 
     rows = []
@@ -28,25 +36,19 @@ def run(out_dir: pathlib.Path) -> list[dict]:
     (x, info), seconds = timed(fn, Y, poly)
     ref = ""
     try:
-        import osqp
-        import scipy.sparse as sp
-
         errs = []
         for i in range(3):
-            s = osqp.OSQP()
-            s.setup(
-                sp.eye(100, format="csc"),
-                -np.asarray(Y[i]),
-                sp.csc_matrix(np.vstack([prob.A, prob.G])),
+            res = peers.osqp.project(
+                Y[i],
+                np.vstack([prob.A, prob.G]),
                 np.concatenate([prob.X[i], np.full(50, -np.inf)]),
                 np.concatenate([prob.X[i], prob.h]),
                 eps_abs=1e-10,
                 eps_rel=1e-10,
                 polishing=True,
-                verbose=False,
                 max_iter=100000,
             )
-            errs.append(np.abs(s.solve().x - np.asarray(x[i])).max())
+            errs.append(np.abs(res.x - np.asarray(x[i])).max())
         ref = (
             f"max|x - OSQP| {max(errs):.1e} (3 ex.), violation {float(poly.violation(x).max()):.1e}"
         )
@@ -101,3 +103,7 @@ def run(out_dir: pathlib.Path) -> list[dict]:
         }
     )
     return rows
+
+
+if __name__ == "__main__":
+    sys.exit(main("layers", run))

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import pathlib
+import sys
+
+if __name__ == "__main__":  # `python examples/<name>.py`: import from the repo root, not examples/
+    sys.path[0] = str(pathlib.Path(__file__).resolve().parents[1])
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 import jaxsolve
+from examples._common import main, row_from_solution
 from jaxsolve.manifolds import Sphere, Stiefel
 from jaxsolve.riemannian import conjugate_gradient, cubic_newton, gradient_descent, trust_region
+from peers.timing import timed
 
 
 def _rayleigh(x, a):
@@ -21,8 +29,6 @@ def _brockett(x, args):
 
 
 def run(out_dir) -> list[dict]:
-    from jaxsolve.demo import row_from_solution, timed
-
     rng = np.random.default_rng(0)
     n = 300
     a = rng.standard_normal((n, n))
@@ -61,3 +67,7 @@ def run(out_dir) -> list[dict]:
             row_from_solution("brockett stiefel", f"{m}x{p}", name, sol, t, f"eigh rel {rel:.1e}")
         )
     return rows
+
+
+if __name__ == "__main__":
+    sys.exit(main("riemannian", run))

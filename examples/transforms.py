@@ -10,6 +10,12 @@
 
 from __future__ import annotations
 
+import pathlib
+import sys
+
+if __name__ == "__main__":  # `python examples/<name>.py`: import from the repo root, not examples/
+    sys.path[0] = str(pathlib.Path(__file__).resolve().parents[1])
+
 import time
 
 import jax
@@ -17,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from examples._common import main
 from jaxsolve.transforms import cautious_adamw, cautious_weight_decay
 
 X_STAR = np.array([1.5, -2.0, 3.0, -0.7, 0.4])
@@ -120,3 +127,7 @@ def run(out_dir) -> list[dict]:
             }
         )
     return rows
+
+
+if __name__ == "__main__":
+    sys.exit(main("transforms", run))

@@ -8,13 +8,21 @@ multipliers it implies are dual feasible (i.e. the identified active set is opti
 
 from __future__ import annotations
 
+import pathlib
+import sys
+
+if __name__ == "__main__":  # `python examples/<name>.py`: import from the repo root, not examples/
+    sys.path[0] = str(pathlib.Path(__file__).resolve().parents[1])
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 import jaxsolve
+from examples._common import main, row_from_solution
 from jaxsolve import projections as P
 from jaxsolve.first_order import projected_gradient
+from peers.timing import timed
 
 
 def _ls(x, args):
@@ -74,8 +82,6 @@ def _kkt_box(A, b, x, lo, hi):
 
 
 def run(out_dir) -> list[dict]:
-    from jaxsolve.demo import row_from_solution, timed
-
     rng = np.random.default_rng(0)
     m, n = 400, 200
     # decaying column scales: condition number ~1e3, where acceleration matters
@@ -139,3 +145,7 @@ def run(out_dir) -> list[dict]:
         }
     )
     return rows
+
+
+if __name__ == "__main__":
+    sys.exit(main("first_order", run))

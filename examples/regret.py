@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import pathlib
+import sys
+
+if __name__ == "__main__":  # `python examples/<name>.py`: import from the repo root, not examples/
+    sys.path[0] = str(pathlib.Path(__file__).resolve().parents[1])
+
 import jax.numpy as jnp
 import numpy as np
 
 import jaxsolve
+from examples._common import main, row_from_solution
 from jaxsolve.regret import regret_matching
+from peers.timing import timed
 
 
 def _dist(x, y):
@@ -21,8 +29,6 @@ def _project(v):
 
 
 def run(out_dir) -> list[dict]:
-    from jaxsolve.demo import row_from_solution, timed
-
     rng = np.random.default_rng(0)
     y = {"a": rng.standard_normal((20, 8)) * 0.3, "b": rng.standard_normal((10, 5)) * 0.3}
     ref = {k: np.stack([_project(r) for r in v]) for k, v in y.items()}
@@ -44,3 +50,7 @@ def run(out_dir) -> list[dict]:
             )
         )
     return rows
+
+
+if __name__ == "__main__":
+    sys.exit(main("regret", run))

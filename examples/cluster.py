@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import pathlib
+import sys
+
+if __name__ == "__main__":  # `python examples/<name>.py`: import from the repo root, not examples/
+    sys.path[0] = str(pathlib.Path(__file__).resolve().parents[1])
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from examples._common import main
+from peers.timing import timed
 
-def _mixture(n=150, seed=0):
+
+def mixture(n=150, seed=0):
+    """``n`` points from three unit-variance 2-D Gaussians (in turn) and their labels."""
     rng = np.random.default_rng(seed)
     centres = np.array([[0.0, 0.0], [7.0, 0.0], [3.5, 6.0]])
     labels = np.arange(n) % 3
@@ -29,9 +39,8 @@ def _ari(a, b):
 def run(out_dir) -> list[dict]:
     from jaxsolve.cluster import kmeans, ratio_cut, ratio_cut_cost
     from jaxsolve.core import Status
-    from jaxsolve.demo import timed
 
-    x, y = _mixture()
+    x, y = mixture()
     rows = []
     for method in ("newton", "nlr"):
         km, secs = timed(kmeans, x, 3, key=jax.random.key(0), method=method, polish=0)
@@ -87,3 +96,7 @@ def run(out_dir) -> list[dict]:
     except ImportError:  # pragma: no cover
         pass
     return rows
+
+
+if __name__ == "__main__":
+    sys.exit(main("cluster", run))

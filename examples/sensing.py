@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import pathlib
+import sys
+
+if __name__ == "__main__":  # `python examples/<name>.py`: import from the repo root, not examples/
+    sys.path[0] = str(pathlib.Path(__file__).resolve().parents[1])
+
 import jax
 import numpy as np
 
 import jaxsolve
+from examples._common import main, row_from_solution
 from jaxsolve import sensing as S
+from peers.timing import timed
 
 
 def run(out_dir) -> list[dict]:
-    from jaxsolve.demo import row_from_solution, timed
-
     meas, a = S.make_problem(jax.random.key(0), 10, 3, 6000, 10.0, form="gram")
     rows = []
     x0 = S.initial_point(jax.random.key(1), 10, 6)
@@ -57,3 +63,7 @@ def run(out_dir) -> list[dict]:
     )
     assert np.isfinite(rel) and np.isfinite(rel2)
     return rows
+
+
+if __name__ == "__main__":
+    sys.exit(main("sensing", run))

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import pathlib
+import sys
+
+if __name__ == "__main__":  # `python examples/<name>.py`: import from the repo root, not examples/
+    sys.path[0] = str(pathlib.Path(__file__).resolve().parents[1])
+
 import jax.numpy as jnp
 import numpy as np
 
 import jaxsolve
+from examples._common import main, row_from_solution
 from jaxsolve.frank_wolfe import frank_wolfe, lmo, optimistic_frank_wolfe
+from peers.timing import timed
 
 
 def _dist(x, y):
@@ -21,8 +29,6 @@ def _project(y):
 
 
 def run(out_dir) -> list[dict]:
-    from jaxsolve.demo import row_from_solution, timed
-
     n = 200
     y = np.random.default_rng(0).standard_normal(n) * 0.1
     ref = _project(y)
@@ -53,3 +59,7 @@ def run(out_dir) -> list[dict]:
             )
         )
     return rows
+
+
+if __name__ == "__main__":
+    sys.exit(main("frank_wolfe", run))

@@ -8,13 +8,20 @@ $\\sum_i \\frac{1}{2m}\\|A_ix - b_i\\|^2 + 3\\|x\\|_1$, checked against scikit-l
 
 from __future__ import annotations
 
+import pathlib
+import sys
+
+if __name__ == "__main__":  # `python examples/<name>.py`: import from the repo root, not examples/
+    sys.path[0] = str(pathlib.Path(__file__).resolve().parents[1])
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 import jaxsolve
+from examples._common import main, row_from_solution
 from jaxsolve import distributed as D
-from jaxsolve.demo import row_from_solution, timed
+from peers.timing import timed
 
 
 def run(out_dir) -> list[dict]:
@@ -53,3 +60,7 @@ def run(out_dir) -> list[dict]:
             )
         )
     return rows
+
+
+if __name__ == "__main__":
+    sys.exit(main("distributed", run))

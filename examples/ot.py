@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+import pathlib
+import sys
+
+if __name__ == "__main__":  # `python examples/<name>.py`: import from the repo root, not examples/
+    sys.path[0] = str(pathlib.Path(__file__).resolve().parents[1])
+
 import numpy as np
+
+from examples._common import main
+from peers.timing import timed
 
 
 def _shape(n):
@@ -20,7 +29,6 @@ def run(out_dir) -> list[dict]:
     import jax.numpy as jnp
 
     from jaxsolve.core import Status
-    from jaxsolve.demo import timed
     from jaxsolve.ot import Grid, barycenter, w2
 
     n = 64
@@ -69,3 +77,7 @@ def run(out_dir) -> list[dict]:
     except ImportError:  # matplotlib is optional for the demo
         pass
     return rows
+
+
+if __name__ == "__main__":
+    sys.exit(main("ot", run))

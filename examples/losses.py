@@ -9,6 +9,12 @@ true reward. DPO and Uni-DPO train the same policy with optax Adam on the same p
 
 from __future__ import annotations
 
+import pathlib
+import sys
+
+if __name__ == "__main__":  # `python examples/<name>.py`: import from the repo root, not examples/
+    sys.path[0] = str(pathlib.Path(__file__).resolve().parents[1])
+
 import time
 from functools import partial
 
@@ -17,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from examples._common import main
 from jaxsolve.losses.preference import sequence_logps, uni_dpo_loss, uni_dpo_weights
 
 __all__ = ["VARIANTS", "make_preference_data", "train_preference", "weights_report", "run"]
@@ -177,3 +184,7 @@ def run(out_dir) -> list[dict]:
             }
         )
     return rows
+
+
+if __name__ == "__main__":
+    sys.exit(main("losses", run))

@@ -9,6 +9,12 @@
 
 from __future__ import annotations
 
+import pathlib
+import sys
+
+if __name__ == "__main__":  # `python examples/<name>.py`: import from the repo root, not examples/
+    sys.path[0] = str(pathlib.Path(__file__).resolve().parents[1])
+
 import time
 
 import jax
@@ -17,7 +23,7 @@ import numpy as np
 import optax
 
 import jaxsolve
-from jaxsolve.demo import row_from_solution
+from examples._common import main, row_from_solution
 from jaxsolve.second_order import gauss_newton, gradient_regularized_newton
 from jaxsolve.second_order.problems import (
     logistic_objective,
@@ -126,3 +132,7 @@ def run(out_dir) -> list[dict]:
         }
     )
     return rows
+
+
+if __name__ == "__main__":
+    sys.exit(main("second_order", run))

@@ -1,0 +1,96 @@
+"""``python -m examples`` (``make demo``): every family's example on built-in problems.
+
+Collects each family script's rows (see `examples._common`), prints one table in the
+order of `FAMILIES` and the seconds each family took (compilation included), writes
+``<out>/table.md`` and the convergence plot. Families run in ``--jobs`` worker
+processes (default: two, or one on a one-core machine): the run is bound by XLA
+compiles, each of which uses one core, so two workers nearly halve the wall time on
+two cores. A family's rows do not depend on which worker runs it; its timings (after
+compilation) share the machine with the other worker. A script that lists ``PARTS``
+(``examples/qp.py``: four solves, each its own compilations) has its parts run as
+separate tasks, its rows kept in part order.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import multiprocessing
+import os
+import pathlib
+import sys
+import time
+
+from examples._common import parts, plot_histories, print_table, run_family
+
+FAMILIES = (
+    "first_order",
+    "qp",
+    "layers",
+    "ot",
+    "riemannian",
+    "sensing",
+    "cluster",
+    "frank_wolfe",
+    "regret",
+    "submodular",
+    "transforms",
+    "losses",
+    "second_order",
+    "distributed",
+)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="demo_output", help="folder for the table and pictures")
+    parser.add_argument("--only", nargs="*", default=None, help="run only these families")
+    parser.add_argument(
+        "--jobs", type=int, default=min(2, os.cpu_count() or 1), help="worker processes"
+    )
+    ns = parser.parse_args(argv)
+    families = [f for f in FAMILIES if not ns.only or f in ns.only]
+    out = pathlib.Path(ns.out)
+    out.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    nparts = {fam: parts(fam) for fam in families}
+    tasks = [(fam, i) for fam in families for i in range(nparts[fam])]
+    label = lambda fam, i: fam if nparts[fam] == 1 else f"{fam} (part {i + 1}/{nparts[fam]})"
+    results = {}
+    if ns.jobs <= 1:
+        for task in tasks:
+            print(f"-- {label(*task)}", flush=True)
+            results[task] = run_family(task[0], out, task[1])
+    else:
+        # spawn, not fork: a forked JAX process can deadlock
+        ctx = multiprocessing.get_context("spawn")
+        with concurrent.futures.ProcessPoolExecutor(ns.jobs, mp_context=ctx) as pool:
+            futures = {pool.submit(run_family, fam, out, i): (fam, i) for fam, i in tasks}
+            for fut in concurrent.futures.as_completed(futures):
+                task = futures[fut]
+                results[task] = fut.result()
+                print(f"-- {label(*task)}: {results[task][1]:.1f} s", flush=True)
+    rows, failed, seconds = [], [], dict.fromkeys(families, 0.0)
+    for fam, i in tasks:
+        part_rows, secs, error = results[fam, i]
+        rows += part_rows
+        seconds[fam] += secs
+        if error is not None:
+            print(f"-- {label(fam, i)} failed:\n{error}", file=sys.stderr)
+            failed += [fam] if fam not in failed else []
+    print()
+    text = print_table(rows)
+    (out / "table.md").write_text(text + "\n")
+    if plot_histories(rows, out / "convergence.png"):
+        print(f"\nconvergence plot: {out / 'convergence.png'}")
+    total = time.perf_counter() - start
+    print(f"\nseconds per family (compilation included; {ns.jobs} workers, {total:.0f} s wall):")
+    print(", ".join(f"{fam} {secs:.1f}" for fam, secs in seconds.items()))
+    if failed:
+        print(f"FAILED families: {failed}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,132 @@
+"""What the example scripts share: the row format, the table, the convergence plot.
+
+A family script defines ``run(out_dir: pathlib.Path) -> list[dict]``. A row has the
+keys ``problem``, ``size``, ``solver``, ``status``, ``steps``, ``error``, ``time``
+(seconds, after compilation), ``reference`` (agreement with a reference, as text) and
+optionally ``history`` (per-step error, for the convergence plot). Scripts may save
+pictures into ``out_dir``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pathlib
+import time
+import traceback
+
+import numpy as np
+
+COLUMNS = ("family", "problem", "size", "solver", "status", "steps", "error", "time", "reference")
+
+
+def row_from_solution(problem, size, solver, sol, seconds, reference="") -> dict:
+    """A row from a `jaxsolve.Solution` (single, not batched)."""
+    from jaxsolve.core import Status
+
+    hist = None if sol.history is None else np.asarray(sol.history)
+    return {
+        "problem": problem,
+        "size": size,
+        "solver": solver,
+        "status": Status(int(sol.status)).name,
+        "steps": int(sol.num_steps),
+        "error": float(sol.error),
+        "time": seconds,
+        "reference": reference,
+        "history": hist,
+    }
+
+
+def _fmt(v):
+    if isinstance(v, float):
+        return f"{v:.2e}"
+    return str(v)
+
+
+def print_table(rows: list[dict]) -> str:
+    """Print the rows as a Markdown table; returns its text."""
+    cells = [[_fmt(r.get(c, "")) for c in COLUMNS] for r in rows]
+    widths = [
+        max(len(c), *(len(row[i]) for row in cells)) if cells else len(c)
+        for i, c in enumerate(COLUMNS)
+    ]
+    line = lambda vals: (
+        "| " + " | ".join(v.ljust(w) for v, w in zip(vals, widths, strict=True)) + " |"
+    )
+    out = [line(COLUMNS), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    out += [line(c) for c in cells]
+    text = "\n".join(out)
+    print(text)
+    return text
+
+
+def plot_histories(rows: list[dict], path: pathlib.Path) -> bool:
+    """Save the rows' convergence histories in one semilog plot (False: none to plot)."""
+    curves = [
+        (f"{r['family']}: {r['solver']} / {r['problem']}", r["history"])
+        for r in rows
+        if r.get("history") is not None
+    ]
+    if not curves:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for label, h in curves:
+        h = np.asarray(h, dtype=float)
+        h = h[np.isfinite(h)]
+        if h.size:
+            ax.semilogy(np.arange(1, h.size + 1), np.maximum(h, 1e-300), label=label)
+    ax.set_xlabel("step")
+    ax.set_ylabel("optimality measure (solver's error)")
+    ax.set_title("jaxsolve demo: convergence")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
+def parts(fam: str) -> int:
+    """How many parts ``examples.<fam>`` has: ``len(PARTS)`` where a script splits its
+    rows into parts with their own compilations (the driver runs them in parallel),
+    else one (``run``)."""
+    try:
+        return len(getattr(importlib.import_module(f"examples.{fam}"), "PARTS", (None,)))
+    except Exception:  # the worker that runs it reports the error
+        return 1
+
+
+def run_family(fam: str, out: pathlib.Path, part: int | None = None):
+    """``(rows, seconds, traceback text or None)`` of ``examples.<fam>.run(out)``, or
+    of ``PARTS[part](out)`` (the driver's worker task: a function of an importable
+    module, as spawn needs)."""
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    t0 = time.perf_counter()
+    try:
+        mod = importlib.import_module(f"examples.{fam}")
+        fn = mod.run if part is None else getattr(mod, "PARTS", (mod.run,))[part]
+        rows = [{"family": fam, **r} for r in fn(out)]
+        return rows, time.perf_counter() - t0, None
+    except Exception:  # a broken family must not hide the others, but must fail the demo
+        return [], time.perf_counter() - t0, traceback.format_exc()
+
+
+def main(family: str, run, argv=None) -> int:
+    """``python examples/<family>.py [--out DIR]``: run one family, print its rows."""
+    parser = argparse.ArgumentParser(description=f"jaxsolve example: {family}")
+    parser.add_argument("--out", default="demo_output", help="folder for the pictures")
+    ns = parser.parse_args(argv)
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    out = pathlib.Path(ns.out)
+    out.mkdir(parents=True, exist_ok=True)
+    print_table([{"family": family, **r} for r in run(out)])
+    return 0
