@@ -6,11 +6,18 @@ autodiff. ``error`` is the Riemannian gradient norm.
 """
 
 from jaxsolve.riemannian.conjugate_gradient import conjugate_gradient
-from jaxsolve.riemannian.cubic_newton import cubic_newton, solve_cubic_tridiagonal
+from jaxsolve.riemannian.cubic_newton import (
+    arc_ratio,
+    arc_sigma_update,
+    cubic_newton,
+    solve_cubic_tridiagonal,
+)
 from jaxsolve.riemannian.gradient_descent import gradient_descent
 from jaxsolve.riemannian.trust_region import trust_region
 
 __all__ = [
+    "arc_ratio",
+    "arc_sigma_update",
     "conjugate_gradient",
     "cubic_newton",
     "gradient_descent",

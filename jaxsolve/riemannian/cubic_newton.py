@@ -21,7 +21,15 @@ from jaxsolve.riemannian._common import (
     value_and_rgrad,
 )
 
-__all__ = ["cubic_newton", "CubicNewton", "ARCState", "ARCInfo", "solve_cubic_tridiagonal"]
+__all__ = [
+    "cubic_newton",
+    "CubicNewton",
+    "ARCState",
+    "ARCInfo",
+    "solve_cubic_tridiagonal",
+    "arc_ratio",
+    "arc_sigma_update",
+]
 
 
 class ARCState(NamedTuple):
@@ -42,6 +50,35 @@ class ARCInfo(NamedTuple):
     sigma: jax.Array
     inner_iterations: jax.Array
     model_gradnorm: jax.Array  # ||grad m(s)|| at the returned step
+
+
+def arc_ratio(f, f_trial, model_change, slack):
+    r"""ARC's ratio of actual to predicted decrease (Cartis, Gould, Toint 2011).
+
+    ``rho = (f - f_trial + slack) / (-model_change + slack)``, where ``model_change`` is
+    the change the quadratic model predicts for the step (``<g, s> + 1/2 <s, H s>``,
+    negative for a decreasing step) and ``slack`` a few ulps of ``|f|`` so that a step
+    whose decrease is below the rounding error of ``f`` is still judged. ``rho = -inf``
+    where the predicted decrease is not positive (the step is rejected). Scalars.
+    """
+    num = f - f_trial + slack
+    den = -model_change + slack
+    den_ok = den > 0
+    return jnp.where(den_ok, num / jnp.where(den_ok, den, 1.0), -jnp.inf)
+
+
+def arc_sigma_update(sigma, rho, accepted, grown, *, eta2, shrink, sigma_min, may_shrink=True):
+    r"""ARC's update of the cubic weight ``sigma`` after the ratio test.
+
+    A very successful step (``rho >= eta2`` and ``may_shrink``) lowers it to
+    ``max(sigma_min, shrink * sigma)``, an accepted one keeps it, a rejected one sets
+    it to ``grown`` (``gamma2 * sigma`` in Cartis, Gould and Toint 2011; a caller may
+    pass an interpolated value instead). Scalars.
+    """
+    very = (rho >= eta2) & may_shrink
+    return jnp.where(
+        very, jnp.maximum(sigma_min, shrink * sigma), jnp.where(accepted, sigma, grown)
+    )
 
 
 def solve_cubic_tridiagonal(t, gnorm, sigma, iters: int = 60):
@@ -212,16 +249,12 @@ class CubicNewton(AbstractSolver):
         heta = hess(eta)
         x_prop = manifold.retract(x, eta)
         f_prop = cost(x_prop, args)
-        reg = jnp.maximum(1.0, jnp.abs(f)) * jnp.finfo(f.dtype).eps * rho_reg
-        rho_num = f - f_prop + reg
-        rho_den = -manifold.inner(x, eta, g) - 0.5 * manifold.inner(x, eta, heta) + reg
-        den_ok = rho_den > 0
-        rho = jnp.where(den_ok, rho_num / jnp.where(den_ok, rho_den, 1.0), -jnp.inf)
-        accept = den_ok & (rho >= eta1)
-        sigma = jnp.where(
-            rho >= eta2,
-            jnp.maximum(sigma_min, gamma1 * sigma),
-            jnp.where(accept, sigma, gamma2 * sigma),
+        slack = jnp.maximum(1.0, jnp.abs(f)) * jnp.finfo(f.dtype).eps * rho_reg
+        model_change = manifold.inner(x, eta, g) + 0.5 * manifold.inner(x, eta, heta)
+        rho = arc_ratio(f, f_prop, model_change, slack)
+        accept = rho >= eta1
+        sigma = arc_sigma_update(
+            sigma, rho, accept, gamma2 * sigma, eta2=eta2, shrink=gamma1, sigma_min=sigma_min
         )
         f_new, eg_new, g_new = value_and_rgrad(cost, manifold, x_prop, args)
         pick = lambda a, b: optax.tree.where(accept, a, b)
