@@ -23,18 +23,16 @@ from jaxsolve.cluster import (
     lift,
     prepare_data,
 )
-from jaxsolve.cluster._problem import lift_basis, positive_retract, skew_basis
-from jaxsolve.cluster.kmeans_newton import (
-    _barrier_hvp_q,
-    _eigh_small,
-    _factor,
-    _hess_form,
-    _rgrad,
-    _small_einsum,
-    _structure,
-    _top_k_smallest,
+from jaxsolve.cluster._newton_system import (
     barrier_cost,
+    barrier_hvp_q,
+    factor,
+    hess_form,
+    riemannian_gradient,
+    structure,
+    vertical,
 )
+from jaxsolve.cluster._problem import lift_basis, positive_retract, skew_basis
 from jaxsolve.core import Solution, Status
 from jaxsolve.manifolds import hessian_spectrum
 from tests.cluster._data import mixture
@@ -217,65 +215,6 @@ def small_problem():
     return n, k, r, data, x, mu, g
 
 
-@pytest.mark.parametrize("n", [1, 9, 50, 900])
-def test_top_k_smallest_matches_lax_top_k(n):
-    """The argmin rounds that replace ``lax.top_k`` (a full sort on CPU) give its values
-    and indices, ties included (rounded data, constant data)."""
-    rng = np.random.default_rng(n)
-    k = min(9, n)
-    for a in (rng.standard_normal(n), np.round(rng.standard_normal(n), 1), np.ones(n)):
-        v1, i1 = jax.lax.top_k(-jnp.asarray(a), k)
-        v2, i2 = _top_k_smallest(jnp.asarray(a), k)
-        np.testing.assert_array_equal(np.asarray(v2), np.asarray(v1))
-        np.testing.assert_array_equal(np.asarray(i2), np.asarray(i1))
-
-
-@pytest.mark.parametrize(
-    "spec, sx, sy",
-    [
-        ("jia,iab->jib", (6, 7, 3), (7, 3, 3)),
-        ("ib,icb->ic", (7, 4), (7, 4, 4)),
-        ("kib,ab->kia", (5, 7, 4), (4, 4)),
-        ("ia,kab->kib", (7, 3), (2, 3, 3)),
-        ("ia,iab->ib", (7, 6), (7, 6, 6)),  # above _UNROLL_MAX: the einsum itself
-    ],
-)
-def test_small_einsum_matches_einsum(spec, sx, sy):
-    """The unrolled multiply-adds that replace the small per-row contractions give the
-    einsum's numbers (to rounding), for every index arrangement the step uses."""
-    k1, k2 = jax.random.split(jax.random.key(len(spec) + sx[0]))
-    x, y = jax.random.normal(k1, sx), jax.random.normal(k2, sy)
-    ref = jnp.einsum(spec, x, y)
-    got = _small_einsum(spec, x, y)
-    assert got.shape == ref.shape
-    np.testing.assert_allclose(np.asarray(got), np.asarray(ref), rtol=1e-13, atol=1e-13)
-
-
-@pytest.mark.parametrize("p", [2, 3])
-def test_eigh_small_jacobi_accuracy(p):
-    """The fixed-sweep Jacobi eigen-decomposition of the 2 x 2 / 3 x 3 blocks: random,
-    graded (eigenvalues 1, 1e-4, 1e-8 in a random basis), repeated and diagonal blocks
-    are reconstructed to 1e-14 relative with orthonormal vectors, and the eigenvalues
-    equal LAPACK's."""
-    rng = np.random.default_rng(p)
-    m = 500
-    a = rng.standard_normal((m, p, p))
-    blocks = [a + a.transpose(0, 2, 1)]
-    qs = np.linalg.qr(rng.standard_normal((m, p, p)))[0]
-    for spec in ([1.0, 1e-4, 1e-8], [1.0, 1.0, -2.0], [3.0, 3.0, 3.0]):
-        d = np.asarray(spec[:p]) * rng.uniform(0.5, 2.0, (m, 1))
-        blocks.append(np.einsum("iab,ib,icb->iac", qs, d, qs))
-    blocks.append(np.stack([np.diag(v) for v in rng.standard_normal((m, p))]))
-    b = np.concatenate(blocks)
-    e, v = map(np.asarray, _eigh_small(jnp.asarray(b)))
-    scale = np.max(np.abs(b), axis=(1, 2))
-    rec = np.einsum("iab,ib,icb->iac", v, e, v)
-    assert np.max(np.max(np.abs(rec - b), axis=(1, 2)) / scale) <= 1e-14
-    assert np.max(np.abs(np.einsum("iab,iac->ibc", v, v) - np.eye(p))) <= 1e-14
-    ref = np.linalg.eigvalsh(b)
-    assert np.max(np.abs(np.sort(e, axis=1) - ref).max(axis=1) / scale) <= 1e-14
-
-
 @pytest.mark.slow  # 10 s: an internal consistency check of the structured Hessian
 def test_written_out_second_derivatives_match_autodiff(small_problem):
     """The border products and the step's quadratic form (written out for speed) equal
@@ -285,14 +224,14 @@ def test_written_out_second_derivatives_match_autodiff(small_problem):
     hvp = lambda t: jax.jvp(lambda z: jax.grad(barrier_cost)(z, data, mu), (x,), (t,))[1]  # noqa: E731
     dirs = basis @ x[1]
     hv, hq = jax.vmap(lambda dq: hvp((jnp.zeros_like(x[0]), dq)))(dirs)
-    hv2, hq2 = _barrier_hvp_q(x, mu, dirs)
+    hv2, hq2 = barrier_hvp_q(x, mu, dirs)
     assert float(jnp.max(jnp.abs(hv2 - hv))) <= 1e-12 * float(jnp.max(jnp.abs(hv)))
     assert float(jnp.max(jnp.abs(hq2 - hq))) <= 1e-12 * float(jnp.max(jnp.abs(hq)))
     k1, k2 = jax.random.split(jax.random.key(5))
     xi, pq = jax.random.normal(k1, x[0].shape), jax.random.normal(k2, (r, r))
     a, b = hvp((xi, pq))
     ref = float(jnp.sum(xi * a) + jnp.sum(pq * b))
-    assert abs(float(_hess_form(x, data, mu, xi, pq)) - ref) <= 1e-12 * abs(ref)
+    assert abs(float(hess_form(x, data, mu, xi, pq)) - ref) <= 1e-12 * abs(ref)
 
 
 def test_structured_subproblem_matches_dense_hessian(small_problem):
@@ -302,12 +241,12 @@ def test_structured_subproblem_matches_dense_hessian(small_problem):
     n, k, r, data, x, mu, g = small_problem
     man = kmeans_manifold(n, k, r)
     basis = skew_basis(r, jnp.float64)
-    st = jax.jit(partial(_structure, horizontal=False))(x, g, data, mu, basis)
-    _, g_om = _rgrad(x, g, basis)
+    st = jax.jit(partial(structure, horizontal=False))(x, g, data, mu, basis)
+    _, g_om = riemannian_gradient(x, g, basis)
 
     @jax.jit
     def kkt(lam):
-        ok, lin_solve = _factor(st, lam)
+        ok, lin_solve = factor(st, lam)
         return ok, lin_solve(g[0], g_om)
 
     ev = hessian_spectrum(lambda z, a: barrier_cost(z, a, mu), man, x, data)
@@ -335,15 +274,13 @@ def test_horizontal_subproblem_matches_dense_quotient_hessian(small_problem):
     constraints), and its inertia test brackets that restriction's -lambda_min."""
     import scipy.linalg as sl
 
-    from jaxsolve.cluster.kmeans_newton import _vertical
-
     n, k, r, data, x, mu, g = small_problem
     v, q = x
     p = r - 1
     basis = skew_basis(r, jnp.float64)
     m_w = basis.shape[0]
-    st = jax.jit(_structure)(x, g, data, mu, basis)
-    _, g_om = _rgrad(x, g, basis)
+    st = jax.jit(structure)(x, g, data, mu, basis)
+    _, g_om = riemannian_gradient(x, g, basis)
     gv, gq = g
     c_v = jnp.sum(v * gv) / jnp.sum(v * v)
     sym = 0.5 * (q.T @ gq + gq.T @ q)
@@ -358,7 +295,7 @@ def test_horizontal_subproblem_matches_dense_quotient_hessian(small_problem):
     dim = n * p + m_w
     hm = np.asarray(jax.vmap(hess)(jnp.eye(dim)))
     hm = 0.5 * (hm + hm.T)
-    xis, cs = _vertical(v, basis)
+    xis, cs = vertical(v, basis)
     cons = np.zeros((p + 1, dim))
     for c in range(p):
         cons[c, np.arange(n) * p + c] = 1.0
@@ -371,7 +308,7 @@ def test_horizontal_subproblem_matches_dense_quotient_hessian(small_problem):
 
     @jax.jit
     def kkt(lam):
-        ok, lin_solve = _factor(st, lam)
+        ok, lin_solve = factor(st, lam)
         return ok, lin_solve(g[0], g_om)
 
     for lam in (abs(lam_min) + 0.3, abs(lam_min) * 1.01 + 1e-9):
@@ -391,9 +328,9 @@ def test_newton_end_game_with_indefinite_blocks(gmm_run):
     x, _, _, _, sol = gmm_run
     data, _ = prepare_data(jnp.asarray(x))
     basis = skew_basis(4, jnp.float64)
-    st = jax.jit(_structure)(sol.x, sol.state.grad, data, sol.state.mu, basis)
+    st = jax.jit(structure)(sol.x, sol.state.grad, data, sol.state.mu, basis)
     assert float(jnp.min(st.evals)) < -1e-3
-    ok = jax.jit(lambda s, lam: _factor(s, lam)[0])(st, jnp.asarray(1e-8))
+    ok = jax.jit(lambda s, lam: factor(s, lam)[0])(st, jnp.asarray(1e-8))
     assert bool(ok)
 
 
@@ -514,7 +451,7 @@ def test_positive_retract_is_a_first_order_retraction(small_problem):
     n, k, r, data, x, mu, g = small_problem
     v, q = x
     basis = skew_basis(r, jnp.float64)
-    xi, om = _rgrad(x, jax.tree.map(lambda a: jnp.sin(3.0 * a + 1.0), g), basis)
+    xi, om = riemannian_gradient(x, jax.tree.map(lambda a: jnp.sin(3.0 * a + 1.0), g), basis)
     omega = jnp.einsum("k,kab->ab", om, basis)
     u = lift(v, q)
     du = (jnp.concatenate([jnp.zeros((n, 1)), xi], axis=1) + lift_basis(v) @ omega) @ q
