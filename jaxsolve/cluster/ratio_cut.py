@@ -60,10 +60,9 @@ def _graph(w):
     """The graph the solvers see: ``w`` itself, or, when it is sparse (at most ``n / 8``
     neighbours per row, e.g. a k-NN graph), its rows as padded neighbour lists
     ``(idx, val, degree)`` (``n x k``; padding has weight 0). ``L F`` then costs
-    ``O(n k c)`` instead of ``O(n^2 c)``: on the 1797-point digits 10-NN graph (``k = 35``)
-    the cost and its gradient take 2.5 ms instead of 37 ms, which made the dense products,
-    not the manifold, the bulk of a RIM step (our implementation choice; the value is the
-    same up to rounding)."""
+    ``O(n k c)`` instead of ``O(n^2 c)``; on a k-NN graph of a few thousand points the
+    dense products, not the manifold, would otherwise be the bulk of a RIM step (our
+    implementation choice; the value is the same up to rounding)."""
     arr = np.asarray(w)
     n = arr.shape[0]
     nnz = np.count_nonzero(arr, axis=1)
@@ -128,8 +127,8 @@ def spectral_start(w, n_clusters: int, manifold, *, key, iters: int = 50, temper
 
 @partial(jax.jit, static_argnums=(1, 2, 4))
 def _spectral_start(w, n_clusters, manifold, key, iters, temperature):
-    # one compiled program: run op by op, the eigensolve, Lloyd, Sinkhorn and the
-    # projection compiled as dozens of small programs (seconds per call)
+    # one compiled program: op by op, the eigensolve, Lloyd, Sinkhorn and the projection
+    # would compile as dozens of small programs
     from jax.experimental.sparse.linalg import lobpcg_standard
 
     from jaxsolve.cluster._problem import farthest_first, lloyd
@@ -150,7 +149,7 @@ def _spectral_start(w, n_clusters, manifold, key, iters, temperature):
     _, centres = lloyd(rows, farthest_first(rows, c), 30)
     d = jnp.sum((rows[:, None, :] - centres[None, :, :]) ** 2, axis=-1)
     f0 = jax.nn.softmax(-d / temperature, axis=1)
-    a, lo, hi = manifold._consts(w.dtype)
+    a, lo, hi = manifold.constraint_arrays(w.dtype)
     tol = jnp.asarray(1e-10 if w.dtype == jnp.float64 else 1e-5, w.dtype)
     return _onto(manifold, sinkhorn_scale(f0, jnp.zeros_like(f0), a, lo, hi, tol, 10_000), tol)
 
@@ -159,9 +158,9 @@ def _onto(manifold, x, tol):
     r"""``x`` (rows exact, columns nearly in the slab) finished onto ``manifold``.
 
     Sinkhorn's scaling converges slowly when the soft assignment is nearly hard (well
-    separated clusters: entries near 0 and 1): on the demo's 150-point 8-NN graph
-    10,000 sweeps left column sums 5.6e-6 off, above the start check of the Riemannian
-    solvers (``10 sqrt(eps)`` = 1.5e-7 in float64), which then ended BREAKDOWN at step 0.
+    separated clusters: entries near 0 and 1): its column sums can stay above the start
+    check of the Riemannian solvers (``10 sqrt(eps)``, 1.5e-7 in float64), which would
+    then end BREAKDOWN at step 0.
     When the columns are off by more than ``tol``, the Euclidean projection (Dykstra,
     `jaxsolve.manifolds.rim_project`) finishes the job: from such a near point it is a
     uniform shift of each column (a few sweeps), rows and signs exact; otherwise ``x`` is
@@ -169,7 +168,7 @@ def _onto(manifold, x, tol):
     """
     from jaxsolve.manifolds.rim import constraint_violation, dykstra_project
 
-    a, lo, hi = manifold._consts(x.dtype)
+    a, lo, hi = manifold.constraint_arrays(x.dtype)
     n = x.shape[0]
     # Dykstra leaves the column sums within n * its tolerance of the slab
     project = lambda y: dykstra_project(y, a, lo, hi, tol / n, 1000)

@@ -39,8 +39,7 @@ sweeps keep ``c``-vectors only (Dykstra's two correction arrays reduce to one co
 vector, see `dykstra_project`; Sinkhorn keeps ``diag(rho) K diag(gamma)``), and every
 row-local pass runs over cache-sized row blocks (Michelot's passes stay in the L2 cache),
 so a sweep reads the ``n x c`` data once; the result is written over an intermediate
-buffer (a fresh 80 MB array costs ~40 ms of page faults here, as much as ten sweeps'
-reads).
+buffer (a fresh array of that size costs page faults worth several sweeps' reads).
 
 Dimension: ``n(c - 1)`` for ``lower < upper`` and ``(n - 1)(c - 1)`` for ``lower = upper``
 (the paper and its code state ``(n - 1)c``; counting the ``n`` independent row-sum
@@ -86,7 +85,7 @@ def _rows_simplex(y, a):
     increases monotonically to the exact threshold and stops as soon as no row's support
     changes (at most ``c`` passes; 3-5 in practice). Elementwise passes over the whole
     ``n x c`` array replace the per-row sort of `jaxsolve.projections.simplex`
-    (sorting 1e6 rows of 10 was 4-6x slower here), with the same result to rounding.
+    (a sort per row is several times slower on CPU), with the same result to rounding.
     """
     tau, _ = _michelot_threshold(y, a)
     return jnp.maximum(y - tau[:, None], 0.0)
@@ -96,8 +95,7 @@ def _michelot_threshold(y, a):
     """Michelot's thresholds ``tau`` (one per row) and the number of passes taken.
 
     The pass count is the maximum over the rows of each row's count (at most ``c + 1``):
-    the work per row does not grow with ``n`` (measured: 5, 6 and 6 passes for
-    ``n = 1e3, 1e5, 1e6`` at ``c = 10``; tests/manifolds/test_rim.py).
+    the work per row does not grow with ``n`` (tests/manifolds/test_rim.py checks it).
     """
     c = y.shape[1]
     tau0 = (jnp.sum(y, axis=1) - a) / c
@@ -129,7 +127,7 @@ def _blocked(fn, arrays, init, *, write=False):
 
     ``write=True``: each ``z_b`` overwrites its block of ``arrays[0]`` (loop-carried, so
     XLA updates it in place when the caller no longer needs it: no new ``n x c`` buffer;
-    fresh 80 MB buffers cost page faults, ~40 ms each here, more than a sweep's read).
+    a fresh buffer costs page faults worth more than a sweep's read).
     Returns ``(acc, arrays[0] updated or None)``. Full blocks run in a ``fori_loop``
     (dynamic slices, no copy of the inputs), the remainder rows once more; ``n`` up to
     one block: one call.
@@ -398,9 +396,19 @@ class RIM(Manifold):
         object.__setattr__(self, "tol", None if tol is None else float(tol))
 
     # -- constants ------------------------------------------------------------------
-    def _consts(self, dt):
-        a = jnp.ones((self.n,), dt) if self.row_sums is None else jnp.asarray(self.row_sums, dt)
-        return a, jnp.asarray(self.lower, dt), jnp.asarray(self.upper, dt)
+    def constraint_arrays(self, dtype):
+        """The set's data as arrays of ``dtype``: ``(row_sums (n,), lower (c,), upper (c,))``.
+
+        A point ``X`` has ``X >= 0``, ``X 1 = row_sums`` (ones unless given) and column
+        sums ``lower <= 1^T X <= upper``: the arguments the Sinkhorn scaling and the
+        Dykstra projection of this module take.
+        """
+        a = (
+            jnp.ones((self.n,), dtype)
+            if self.row_sums is None
+            else jnp.asarray(self.row_sums, dtype)
+        )
+        return a, jnp.asarray(self.lower, dtype), jnp.asarray(self.upper, dtype)
 
     def _tol(self, dt):
         if self.tol is not None:
@@ -426,7 +434,7 @@ class RIM(Manifold):
 
     def retract(self, x, u):
         dt = x.dtype
-        a, lo, hi = self._consts(dt)
+        a, lo, hi = self.constraint_arrays(dt)
         tol = self._tol(dt)
         if self.retraction == "sinkhorn":
             return sinkhorn_scale(x, u, a, lo, hi, tol, self.max_iter)
@@ -435,12 +443,12 @@ class RIM(Manifold):
         return dykstra_project(x + u, a, lo, hi, tol, self.max_iter)
 
     def residual(self, x):
-        a, lo, hi = self._consts(x.dtype)
+        a, lo, hi = self.constraint_arrays(x.dtype)
         return jnp.maximum(constraint_violation(x, a, lo, hi), jnp.max(jnp.maximum(-x, 0)))
 
     def random_point(self, key, dtype=None):
         dt = default_float(dtype)
-        a, lo, hi = self._consts(dt)
+        a, lo, hi = self.constraint_arrays(dt)
         z = jax.random.uniform(key, (self.n, self.c), dt, 0.5, 1.5)
         z = z * (a / jnp.sum(z, axis=1))[:, None]
         return sinkhorn_scale(z, jnp.zeros_like(z), a, lo, hi, self._tol(dt), 10 * self.max_iter)

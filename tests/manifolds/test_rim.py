@@ -227,7 +227,7 @@ def test_blocked_passes_match_whole_array(retraction, monkeypatch):
     monkeypatch.setattr(rim, "_block_rows", lambda n, c: 10**9)
     np.testing.assert_allclose(np.asarray(m.retract(x, u)), got, atol=1e-13)
     if retraction == "dykstra":
-        a, lo, hi = m._consts(x.dtype)
+        a, lo, hi = m.constraint_arrays(x.dtype)
 
         def sweep(_, ypq):
             y, p, q = ypq
