@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from jaxsolve.cluster import kmeans, nlr, ratio_cut, ratio_cut_cost  # noqa: E402
 from jaxsolve.manifolds import RIM  # noqa: E402
+from peers.timing import compile_and_steady  # noqa: E402
 
 try:
     from sklearn import datasets
@@ -44,15 +45,6 @@ try:
 except ImportError:  # pragma: no cover
     datasets = None
     print("scikit-learn is not installed: skipping the scikit-learn peers")
-
-
-def _timed(fn, *a, **k):
-    t = time.perf_counter()
-    out = jax.block_until_ready(fn(*a, **k))
-    first = time.perf_counter() - t
-    t = time.perf_counter()
-    out = jax.block_until_ready(fn(*a, **k))
-    return out, first, time.perf_counter() - t
 
 
 def _inertia(x, labels):
@@ -95,12 +87,8 @@ def _best_of(fn, reps, *a, **k):
         t0 = time.perf_counter()
         out = jax.block_until_ready(fn(*a, **k))
         return out, float("nan"), time.perf_counter() - t0
-    out, first, t = _timed(fn, *a, **k)
-    for _ in range(reps - 1):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn(*a, **k))
-        t = min(t, time.perf_counter() - t0)
-    return out, first - t, t
+    out, t, compile_s = compile_and_steady(lambda: fn(*a, **k), reps, stat="min")
+    return out, compile_s, t
 
 
 def _nlr_steps_to(data, u0, target, steps, **opts):
