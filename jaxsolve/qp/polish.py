@@ -1,11 +1,10 @@
-r"""Active-set polishing of FlexQP iterates: OSQP's polish, repeated as a primal-dual
-active-set method on the elastic relaxation.
+r"""Active-set polishing of FlexQP iterates: OSQP's polish as a primal-dual active-set method.
 
-From a scaled ADMM iterate (`jaxsolve.qp.scaling`) each row is read as violated above
-or below (its multiplier fixed at ``+-mu``), active at a bound, or inactive
-(``y = 0``); the regularized KKT system of that active set is solved with iterative
-refinement, the rows are re-classified from the polished point (Hintermueller, Ito &
-Kunisch, 2002) and the candidate with the smallest error wins.
+On the elastic relaxation, from a scaled ADMM iterate (`jaxsolve.qp.scaling`), each
+row is read as violated above or below (its multiplier fixed at ``+-mu``), active at a
+bound, or inactive (``y = 0``); the regularized KKT system of that active set is solved
+with iterative refinement, the rows are re-classified from the polished point
+(Hintermueller, Ito & Kunisch, 2002) and the candidate with the smallest error wins.
 """
 
 from __future__ import annotations
