@@ -29,7 +29,11 @@ $$
   $f(x_{k+1}) > f(x_k)$ (by more than rounding, $16\,\epsilon |f(x_k)|$); ``None`` never.
 * ``error`` is the norm of the gradient mapping at the iterate,
   $\|G_{1/L}(x)\| = L\,\|x - P_C(x - \nabla f(x)/L)\|$, which is zero exactly at
-  the solutions (first-order stationarity over $C$).
+  the solutions (first-order stationarity over $C$). It certifies only while $1/L$ is
+  representable: a line search that needs $L > 10^{-3}/\text{tiny}$ (the smallest normal
+  float; $1/L$ would be flushed to zero and the measure read 0) ends BREAKDOWN, as on an
+  objective unbounded below near the boundary of its domain ($\sum_i \log x_i$ on a box
+  around 0).
 
 Differentiation: ``loop="fixed"`` unrolls the iteration (the step size and the
 restart decisions are treated as constants, the line search is not differentiated);
@@ -238,6 +242,11 @@ class ProjectedGradient(AbstractSolver):
         fargs, pargs = _split(args, split_args)
         dtype = _dtype(x0)
         x = _project(projection, x0, pargs, split_args)
+        shape = lambda t: jax.tree.map(lambda v: jnp.shape(v), t)  # noqa: E731
+        if jax.tree.structure(x) != jax.tree.structure(x0) or shape(x) != shape(x0):
+            raise TypeError(
+                f"projection must return a point shaped like x0 ({shape(x0)}), got {shape(x)}"
+            )
         f, g = _value_and_grad(fun, x, fargs, dtype)
         if self.stepsize is None:
             L = _probe_lipschitz(fun, x, g, fargs, dtype)
@@ -283,7 +292,9 @@ class ProjectedGradient(AbstractSolver):
                 max_trials=self.max_trials,
             )
             L = sg(L)
-            status = jnp.where(failed, jnp.int32(Status.BREAKDOWN), status)
+            # 1/L past the normal range: the gradient mapping is no certificate any more
+            runaway = L > 1e-3 / jnp.finfo(dtype).tiny
+            status = jnp.where(failed | runaway, jnp.int32(Status.BREAKDOWN), status)
         else:
             L = 1 / hyper(self.stepsize, dtype)
             trials = jnp.int32(1)

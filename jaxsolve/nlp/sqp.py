@@ -73,7 +73,7 @@ import jax.numpy as jnp
 
 from jaxsolve.core import Solution, Status, solve
 from jaxsolve.core.protocol import AbstractSolver, hyper
-from jaxsolve.core.validation import check_floating
+from jaxsolve.core.validation import check_floating, check_not_half
 from jaxsolve.qp import QP, WarmStart, single_qp_solver
 
 __all__ = ["SQP", "SQPState", "SQPInfo", "sqp", "minimize_sqp"]
@@ -174,6 +174,8 @@ class SQP(AbstractSolver):
         """``(f, c_E, c_I)`` at ``x`` (empty vectors for absent constraints)."""
         dtype = x.dtype
         f = jnp.asarray(self.fun(x, args), dtype)
+        if f.shape != ():
+            raise TypeError(f"fun must return a real scalar f(x, args), got shape {f.shape}")
         ce = jnp.zeros((0,), dtype) if self.eq is None else jnp.asarray(self.eq(x, args), dtype)
         ci = jnp.zeros((0,), dtype) if self.ineq is None else jnp.asarray(self.ineq(x, args), dtype)
         return f, jnp.reshape(ce, (-1,)), jnp.reshape(ci, (-1,))
@@ -199,6 +201,11 @@ class SQP(AbstractSolver):
         n, dtype = x.shape[0], x.dtype
         lb = -jnp.inf if self.lb is None else self.lb
         ub = jnp.inf if self.ub is None else self.ub
+        for name, v in (("lb", lb), ("ub", ub)):
+            if jnp.ndim(v) > 1 or jnp.shape(v) not in ((), (1,), (n,)):
+                raise ValueError(
+                    f"{name} must be a scalar or have shape ({n},) like x0, got {jnp.shape(v)}"
+                )
         lb = jnp.broadcast_to(hyper(lb, dtype), (n,))
         ub = jnp.broadcast_to(hyper(ub, dtype), (n,))
         return lb, ub
@@ -273,6 +280,7 @@ class SQP(AbstractSolver):
     def init(self, x0, args) -> SQPState:
         x0 = jnp.asarray(x0)
         check_floating("x0", x0)
+        check_not_half("x0", x0, "SQP's subproblems factorize with LAPACK, in float32 or float64")
         if x0.ndim != 1:
             raise ValueError(f"x0 must be a vector (n,), got shape {x0.shape}")
         if not (self.hessian in _HESSIANS or callable(self.hessian)):

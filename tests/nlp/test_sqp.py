@@ -107,6 +107,12 @@ def test_bad_arguments_are_named():
         sqp(lambda x, a: x @ x, hessian="newton")
     with pytest.raises(ValueError, match="x0"):
         minimize_sqp(lambda x, a: jnp.sum(x**2), jnp.ones((2, 2)))
+    with pytest.raises(TypeError, match="x0 has dtype bfloat16"):
+        minimize_sqp(lambda x, a: jnp.sum(x**2), jnp.ones(2, jnp.bfloat16))
+    with pytest.raises(ValueError, match=r"lb must be a scalar or have shape \(3,\)"):
+        minimize_sqp(lambda x, a: jnp.sum(x**2), jnp.ones(3), lb=jnp.zeros(2))
+    with pytest.raises(TypeError, match="fun must return a real scalar"):
+        minimize_sqp(lambda x, a: x**2, jnp.ones(3))
 
 
 def test_vmap_over_problem_data_equals_loop():
