@@ -35,7 +35,7 @@ $\varepsilon_{32}\sum_j |C_{ij} x_j|$, about 2e-5 on the n = 1000 DC3 problem.)
 **Infeasibility** (``status = INFEASIBLE``). If the affine set and the box do not
 meet, $t^k - z^k$ tends to the gap vector between them. Each step tests the
 previous difference $\delta = t^{k-1} - z^{k-1}$ as a Farkas certificate
-(GUESS, derived here rather than read from the paper, which runs a fixed number of
+(`infeasibility_certificate`; derived here, the paper runs a fixed number of
 iterations): with $v = -(I - P)\delta$ (its component normal to the affine
 set, obtained from the $P s$ products the iteration computes anyway, so it
 costs no extra matrix product), every affine point has $\langle v, a\rangle =
@@ -70,6 +70,12 @@ __all__ = [
     "PinetProjection",
     "pinet_projection",
     "dr_map",
+    "dr_step",
+    "DRStep",
+    "governing_start",
+    "start_infeasible",
+    "relative_residual",
+    "infeasibility_certificate",
     "auto_sigma",
 ]
 
@@ -126,6 +132,45 @@ def _scaled_bounds(args: ProjectionArgs, dtype):
     return args.lo.astype(dtype) / d, args.hi.astype(dtype) / d
 
 
+class DRStep(NamedTuple):
+    r"""One Douglas-Rachford step (`dr_step`); every field has the shape of ``s``.
+
+    Attributes:
+        ps: $P s$, the projection of ``s`` onto the null space of the scaled constraints.
+        z: $\Pi_{\tilde{\mathcal A}}(s) = P s + q$.
+        t: $\operatorname{prox}_{\sigma g}(2z - s)$.
+        s: the next governing sequence $s + \omega (t - z)$.
+        act: int8 active set of the prox: +1 / -1 where the box clipped it at its
+            upper / lower bound, 0 elsewhere.
+    """
+
+    ps: jax.Array
+    z: jax.Array
+    t: jax.Array
+    s: jax.Array
+    act: jax.Array
+
+
+def dr_step(s, q, y, lo_s, hi_s, factors: Factors, sigma, omega) -> DRStep:
+    r"""One Douglas-Rachford step $s \mapsto s + \omega(t - z)$ (module docstring).
+
+    ``s``, ``q``, ``lo_s``, ``hi_s`` are ``(..., n + m)`` and ``y`` is ``(..., n)``: a
+    leading batch axis runs the step as matrix-matrix products with the factors shared
+    by every lane (`jaxsolve.layers.project`), each lane computed as alone.
+    """
+    n = factors.n
+    d = factors.d_c.astype(s.dtype)
+    dx = d[:n]
+    ps = factors.proj_null(s)
+    z = ps + q
+    r = 2 * z - s
+    tx = (sigma * dx * y + r[..., :n]) / (1 + sigma * dx * dx)
+    v = jnp.concatenate([tx, r[..., n:]], axis=-1)  # the prox before the clip
+    t = box(v, lo_s, hi_s)
+    act = jnp.where(v > hi_s, 1, jnp.where(v < lo_s, -1, 0)).astype(jnp.int8)
+    return DRStep(ps, z, t, s + omega * (t - z), act)
+
+
 def dr_map(s, q, y, lo_s, hi_s, factors: Factors, sigma, omega):
     r"""One Douglas-Rachford step $s \mapsto s + \omega(t - z)$; returns ``(ps, z, t, s_new)``.
 
@@ -133,32 +178,70 @@ def dr_map(s, q, y, lo_s, hi_s, factors: Factors, sigma, omega):
     implicit backward of `jaxsolve.layers.project` differentiates with
     ``backward="bicgstab"``, ``"gmres"`` or ``"fixed_point"``.
     """
-    return _dr(s, q, y, lo_s, hi_s, factors, sigma, omega)[:4]
+    return dr_step(s, q, y, lo_s, hi_s, factors, sigma, omega)[:4]
 
 
-def _dr(s, q, y, lo_s, hi_s, factors: Factors, sigma, omega):
-    """`dr_map` and the active set of the step (where the box clips the prox)."""
+def governing_start(factors: Factors, x0):
+    """The governing sequence of a point: $D_c^{-1}(x_0, C x_0)$, ``(..., n + m)``."""
+    d = factors.d_c.astype(x0.dtype)
     n = factors.n
-    d = factors.d_c.astype(s.dtype)
-    dx = d[:n]
-    ps = factors.proj_null(s)
-    z = ps + q
-    r = 2 * z - s
-    tx = (sigma * dx * y + r[:n]) / (1 + sigma * dx * dx)
-    v = jnp.concatenate([tx, r[n:]])
-    t = box(v, lo_s, hi_s)
-    act = jnp.where(v > hi_s, 1, jnp.where(v < lo_s, -1, 0)).astype(jnp.int8)
-    return ps, z, t, s + omega * (t - z), act
+    return jnp.concatenate([x0 / d[:n], (x0 @ factors.C.astype(x0.dtype).T) / d[n:]], axis=-1)
+
+
+def start_infeasible(factors: Factors, q, b, lo_s, hi_s, tol):
+    """Infeasibility known before any step (bool, one per lane of the last axis).
+
+    An empty box (``lo_s > hi_s`` somewhere) or an inconsistent ``Ax = b``: the
+    affine offset ``q`` misses ``b`` by more than ``tol (1 + |b|_inf)``.
+    """
+    infeasible = jnp.any(lo_s > hi_s, axis=-1)
+    if factors.p:
+        n = factors.n
+        dx = factors.d_c.astype(q.dtype)[:n]
+        res = jnp.max(jnp.abs((dx * q[..., :n]) @ factors.A.astype(q.dtype).T - b), axis=-1)
+        infeasible |= res > tol * (1 + jnp.max(jnp.abs(b), axis=-1))
+    return infeasible
+
+
+def relative_residual(d, z, delta):
+    r"""``error``: $\|D_c \delta\|_\infty / \max(1, \|D_c z\|_\infty)$ over the last axis."""
+    return jnp.max(jnp.abs(d * delta), axis=-1) / jnp.maximum(1, jnp.max(jnp.abs(d * z), axis=-1))
+
+
+def infeasibility_certificate(delta_prev, ps_prev, ps, q, lo_s, hi_s, omega, tol):
+    r"""The Farkas test of the module docstring on the previous step's $t - z$.
+
+    ``delta_prev`` and ``ps_prev`` are the previous step's $t - z$ and $P s$, ``ps``
+    this step's: $P\delta_{prev} = (P s_k - P s_{k-1}) / \omega$ reuses this step's
+    product, so $v = -(I - P)\delta_{prev}$ costs no matrix product. All arrays are
+    ``(..., n + m)``; returns ``(certified, gap)`` per lane, ``gap > 0`` proving the
+    affine set and the box disjoint, ``certified`` when it exceeds
+    ``tol (1 + |q|_inf)`` (``tol`` from `scaled_infeasible_tol`).
+    """
+    v = -(delta_prev - (ps - ps_prev) / omega)
+    vmax = jnp.max(jnp.abs(v), axis=-1, keepdims=True)
+    vn = v / jnp.where(vmax > 0, vmax, 1)
+    # Round-off leaves tiny entries on coordinates with an infinite bound, where the
+    # exact gap vector is zero; they are dropped (finite-bound entries are kept exactly).
+    theta = float(np.sqrt(np.finfo(v.dtype).eps))
+    free = jnp.where(vn > 0, jnp.isinf(hi_s), jnp.isinf(lo_s))
+    vn = jnp.where(free & (jnp.abs(vn) <= theta), 0, vn)
+    support = jnp.sum(
+        jnp.where(vn > 0, vn * jnp.where(vn > 0, hi_s, 0), 0)
+        + jnp.where(vn < 0, vn * jnp.where(vn < 0, lo_s, 0), 0),
+        axis=-1,
+    )
+    gap = jnp.sum(vn * q, axis=-1) - support
+    certified = (vmax[..., 0] > 0) & (gap > tol * (1 + jnp.max(jnp.abs(q), axis=-1)))
+    return certified, gap
 
 
 def auto_sigma(factors) -> jax.Array:
     r"""Default step $\sigma = 0.3 / \operatorname{mean}(d_x^2)$.
 
-    After equilibration the proximal step acts on $x$ through
-    $\sigma d_x^2$; fixing its mean at 0.3 was the best choice (fewest steps to
-    1e-6, within 1.5x of the best fixed $\sigma$ per problem) on DC3 simple QPs of
-    sizes 100/50/50, 300/150/150, 1000/500/500 and 200/20/150 with raw outputs of
-    scale 0.3 to 10 (Pinet tunes $\sigma$ per problem instead).
+    After equilibration the proximal step acts on $x$ through $\sigma d_x^2$, so
+    its mean is what a default can fix; 0.3 gave the fewest steps on DC3 simple QPs of
+    several sizes and output scales (Pinet tunes $\sigma$ per problem instead).
     """
     dx = factors.d_c[: factors.n]
     return 0.3 / jnp.mean(dx * dx)
@@ -201,26 +284,16 @@ class PinetProjection(AbstractSolver):
         f = args.factors
         dtype = jnp.result_type(x0)
         d = f.d_c.astype(dtype)
-        n = f.n
-        if self.start == "point":
-            s0 = jnp.concatenate([x0 / d[:n], (x0 @ f.C.astype(dtype).T) / d[n:]])
-        else:
-            s0 = x0
+        s0 = governing_start(f, x0) if self.start == "point" else x0
         q = f.offset(args.b.astype(dtype))
         itol = scaled_infeasible_tol(self.infeasible_tol, s0)
-        status = jnp.int32(Status.SUCCESS)
-        if f.p:
-            b = args.b.astype(dtype)
-            res = jnp.max(jnp.abs((d[:n] * q[:n]) @ f.A.astype(dtype).T - b))
-            inconsistent = res > itol * (1 + jnp.max(jnp.abs(b)))
-            status = jnp.where(inconsistent, jnp.int32(Status.INFEASIBLE), status)
         lo_s, hi_s = _scaled_bounds(args, dtype)
-        # An empty box is infeasible before any step.
-        status = jnp.where(jnp.any(lo_s > hi_s), jnp.int32(Status.INFEASIBLE), status)
+        infeasible = start_infeasible(f, q, args.b.astype(dtype), lo_s, hi_s, itol)
+        status = jnp.where(infeasible, jnp.int32(Status.INFEASIBLE), jnp.int32(Status.SUCCESS))
         finite = jnp.all(jnp.isfinite(s0))
         big = jnp.asarray(jnp.finfo(dtype).max, dtype)
         error = jnp.where(finite, big, jnp.asarray(jnp.nan, dtype))
-        x = d[:n] * s0[:n]
+        x = d[: f.n] * s0[: f.n]
         zeros = jnp.zeros_like(s0)
         act = jnp.zeros(s0.shape, jnp.int8)
         return State(x, jnp.int32(0), error, status.astype(jnp.int32), s0, q, zeros, zeros, act)
@@ -233,28 +306,14 @@ class PinetProjection(AbstractSolver):
         d = f.d_c.astype(dtype)
         lo_s, hi_s = _scaled_bounds(args, dtype)
         y = args.y.astype(dtype)
-        ps, z, t, s_new, act = _dr(state.s, state.q, y, lo_s, hi_s, f, sigma, omega)
+        ps, z, t, s_new, act = dr_step(state.s, state.q, y, lo_s, hi_s, f, sigma, omega)
         delta = t - z
-        error = jnp.max(jnp.abs(d * delta)) / jnp.maximum(1, jnp.max(jnp.abs(d * z)))
+        error = relative_residual(d, z, delta)
         x = d[: f.n] * z[: f.n]
-
-        # Certificate on the previous difference: v = -(I - P) delta_prev, where
-        # P delta_prev = (P s_k - P s_{k-1}) / omega reuses this step's product.
-        v = -(state.delta - (ps - state.ps) / omega)
-        vmax = jnp.max(jnp.abs(v))
-        vn = v / jnp.where(vmax > 0, vmax, 1)
-        theta = float(np.sqrt(np.finfo(dtype).eps))
-        # Round-off leaves tiny entries on coordinates with an infinite bound, where the
-        # exact gap vector is zero; they are dropped (finite-bound entries are kept exactly).
-        free = jnp.where(vn > 0, jnp.isinf(hi_s), jnp.isinf(lo_s))
-        vn = jnp.where(free & (jnp.abs(vn) <= theta), 0, vn)
-        supp = jnp.sum(
-            jnp.where(vn > 0, vn * jnp.where(vn > 0, hi_s, 0), 0)
-            + jnp.where(vn < 0, vn * jnp.where(vn < 0, lo_s, 0), 0)
+        certified, gap = infeasibility_certificate(
+            state.delta, state.ps, ps, state.q, lo_s, hi_s, omega, itol
         )
-        gap = jnp.dot(vn, state.q) - supp
-        scale = 1 + jnp.max(jnp.abs(state.q))
-        certified = (state.iter_num > 0) & (vmax > 0) & (gap > itol * scale)
+        certified = certified & (state.iter_num > 0)
         status = jnp.where(certified, jnp.int32(Status.INFEASIBLE), state.status)
         new = State(x, state.iter_num + 1, error, status, s_new, state.q, ps, delta, act)
         return new, Info(gap)
@@ -306,7 +365,7 @@ class PinetProjection(AbstractSolver):
         sigma, omega = resolve_sigma(self.sigma, f, z), hyper(self.omega, z)
         lo_s, hi_s = _scaled_bounds(args, dtype)
         q = f.offset(args.b.astype(dtype))
-        return dr_map(z, q, args.y.astype(dtype), lo_s, hi_s, f, sigma, omega)[3] - z
+        return dr_step(z, q, args.y.astype(dtype), lo_s, hi_s, f, sigma, omega).s - z
 
     @property
     def implicit_solve(self):
