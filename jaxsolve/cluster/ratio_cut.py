@@ -178,7 +178,7 @@ def _onto(manifold, x, tol):
 def _check_start(manifold, x0, what):
     """Raise when ``x0`` is not a point of ``manifold`` by the Riemannian solvers' own
     start check: off it they end BREAKDOWN at step 0 without taking a step."""
-    from jaxsolve.riemannian._common import start_status
+    from jaxsolve.riemannian import start_status
 
     if int(start_status(manifold, x0)) == Status.SUCCESS:
         return

@@ -5,6 +5,7 @@
 autodiff. ``error`` is the Riemannian gradient norm.
 """
 
+from jaxsolve.riemannian._common import start_status
 from jaxsolve.riemannian.conjugate_gradient import conjugate_gradient
 from jaxsolve.riemannian.cubic_newton import (
     arc_ratio,
@@ -22,5 +23,6 @@ __all__ = [
     "cubic_newton",
     "gradient_descent",
     "solve_cubic_tridiagonal",
+    "start_status",
     "trust_region",
 ]

@@ -112,7 +112,7 @@ def start_status(manifold, x0):
 
     The Riemannian solvers *check* the start, they do not project it: a point off the
     manifold (``x0 = 0`` on a sphere, NaN) makes the tangent-space projections and
-    retractions meaningless, and a run from it used to end SUCCESS with ``|x| = 0``.
+    retractions meaningless, so a run from it could end SUCCESS at a non-point.
     The test is ``manifold.residual(x0) <= 10 sqrt(eps)`` (1.5e-7 in float64, 3.5e-3
     in float32: rounding, not a wrong start); manifolds without ``residual`` pass.
     """
