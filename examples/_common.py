@@ -102,20 +102,21 @@ def parts(fam: str) -> int:
 
 
 def run_family(fam: str, out: pathlib.Path, part: int | None = None):
-    """``(rows, seconds, traceback text or None)`` of ``examples.<fam>.run(out)``, or
+    """``(rows, seconds, CPU seconds, traceback text or None)`` of
+    ``examples.<fam>.run(out)``, or
     of ``PARTS[part](out)`` (the driver's worker task: a function of an importable
     module, as spawn needs)."""
     import jax
 
     jax.config.update("jax_enable_x64", True)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     try:
         mod = importlib.import_module(f"examples.{fam}")
         fn = mod.run if part is None else getattr(mod, "PARTS", (mod.run,))[part]
         rows = [{"family": fam, **r} for r in fn(out)]
-        return rows, time.perf_counter() - t0, None
+        return rows, time.perf_counter() - t0, time.process_time() - c0, None
     except Exception:  # a broken family must not hide the others, but must fail the demo
-        return [], time.perf_counter() - t0, traceback.format_exc()
+        return [], time.perf_counter() - t0, time.process_time() - c0, traceback.format_exc()
 
 
 def main(family: str, run, argv=None) -> int:
