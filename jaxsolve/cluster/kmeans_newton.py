@@ -338,22 +338,24 @@ class KMeansNewton(AbstractSolver):
             rel = du / u
             gate = hyper(self.gamma, dt) * jnp.maximum(gnorm, mu)
 
-            def m_trial(t):
+            def multiplicative_trial(t):
                 xt = positive_retract(u, rel, t, radius)
                 ft, gt, et = evaluate(xt)
                 return t, xt, ft, gt, et, jnp.isfinite(ft) & (et <= gate)
 
-            def m_cond(c):
+            def multiplicative_cond(c):
                 k, (*_, ok) = c
                 return (k < self.halvings) & ~ok
 
-            def m_body(c):
+            def multiplicative_body(c):
                 k, (t, *_) = c
-                return k + 1, m_trial(0.5 * t)
+                return k + 1, multiplicative_trial(0.5 * t)
 
             t0 = jnp.minimum(1.0, hyper(self.kappa, dt) / jnp.max(jnp.abs(rel)))
-            _, (*trial_m, ok) = jax.lax.while_loop(m_cond, m_body, (jnp.int32(0), m_trial(t0)))
-            t, x_new, f_new, g_new, e_new = jax.lax.cond(ok, lambda: tuple(trial_m), linear_step)
+            _, (*trial_out, ok) = jax.lax.while_loop(
+                multiplicative_cond, multiplicative_body, (jnp.int32(0), multiplicative_trial(t0))
+            )
+            t, x_new, f_new, g_new, e_new = jax.lax.cond(ok, lambda: tuple(trial_out), linear_step)
         xi, om = t * xi, t * om
 
         grad_dot_step = jnp.sum(gxi * xi) + jnp.sum(g_om * om)
@@ -400,13 +402,15 @@ class KMeansNewton(AbstractSolver):
             centred & (mu > target), jnp.maximum(target, hyper(self.mu_factor, dt) * mu), mu
         )
         # The data term does not depend on mu: rescale the barrier part of f and of G.
-        data_v = -jnp.sum((args.T @ x_out[0]) ** 2)
-        gdata = -2.0 * args @ (args.T @ x_out[0])
+        data_value = -jnp.sum((args.T @ x_out[0]) ** 2)
+        data_grad = -2.0 * args @ (args.T @ x_out[0])
         scale = mu_next / mu
-        f_out = data_v + scale * (f_out - data_v)
-        g_out = ((g_out[0] - gdata) * scale + gdata, g_out[1] * scale)
-        gxi2, g_om2 = riemannian_gradient(x_out, g_out, basis)
-        err = jnp.sqrt(jnp.sum(gxi2 * gxi2) + jnp.sum(g_om2 * g_om2)) + (mu_next - target)
+        f_out = data_value + scale * (f_out - data_value)
+        g_out = ((g_out[0] - data_grad) * scale + data_grad, g_out[1] * scale)
+        grad_xi_out, grad_om_out = riemannian_gradient(x_out, g_out, basis)
+        err = jnp.sqrt(jnp.sum(grad_xi_out * grad_xi_out) + jnp.sum(grad_om_out * grad_om_out)) + (
+            mu_next - target
+        )
         # A NaN in the data or the iterate must surface: it propagates into err.
         err = jnp.where(jnp.isfinite(f_out), err, jnp.nan)
         new = NewtonState(
