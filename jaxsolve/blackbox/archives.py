@@ -37,6 +37,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxsolve.core.validation import float_dtype
+
 __all__ = ["ArchiveState", "AddInfo", "ArchiveStats", "GridArchive", "grid_archive"]
 
 
@@ -88,8 +90,9 @@ class GridArchive(eqx.Module):
     def cells(self) -> int:
         return int(np.prod(self.dims))
 
-    def init(self, dtype=jnp.float64) -> ArchiveState:
-        """An empty archive."""
+    def init(self, dtype=None) -> ArchiveState:
+        """An empty archive (``dtype``: default float64 under x64, else float32)."""
+        dtype = float_dtype(dtype)
         c, m = self.cells, len(self.dims)
         tmin = jnp.asarray(self.threshold_min, dtype)
         return ArchiveState(

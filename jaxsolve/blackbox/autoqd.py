@@ -42,6 +42,9 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+
+from jaxsolve.core.validation import is_concrete
 
 __all__ = [
     "RFF",
@@ -136,6 +139,8 @@ def fit_descriptors(embeddings, fitness, k: int, *, floor: float = 0.05) -> Desc
         raise ValueError(f"embeddings (n, D) and fitness (n,) expected, got {P.shape}, {f.shape}")
     if not 1 <= k <= P.shape[1]:
         raise ValueError(f"k must be in [1, D = {P.shape[1]}], got {k}")
+    if is_concrete(f) and not np.any(np.isfinite(np.asarray(f))):
+        raise ValueError("fitness has no finite value (non-finite entries count as the worst)")
     f = jnp.where(jnp.isfinite(f), f, jnp.nanmin(jnp.where(jnp.isfinite(f), f, jnp.inf)))
     spread = jnp.max(f) - jnp.min(f)
     w = (f - jnp.min(f)) + floor * jnp.where(spread > 0, spread, 1.0)
@@ -156,6 +161,10 @@ def fit_descriptors(embeddings, fitness, k: int, *, floor: float = 0.05) -> Desc
 def vendi_score(X, bandwidth: float) -> jax.Array:
     """The Vendi score of the rows of ``X`` under the Gaussian kernel of width ``bandwidth``."""
     X = jnp.asarray(X)
+    if X.ndim != 2 or X.shape[0] == 0:
+        raise ValueError(f"X must be a non-empty (n, d) matrix of points, got shape {X.shape}")
+    if is_concrete(bandwidth) and not float(bandwidth) > 0:
+        raise ValueError(f"bandwidth must be positive, got {bandwidth}")
     d2 = jnp.sum((X[:, None, :] - X[None, :, :]) ** 2, axis=-1)
     K = jnp.exp(-d2 / (2 * bandwidth**2)) / X.shape[0]
     lam = jnp.clip(jnp.linalg.eigvalsh(K), 0, None)

@@ -238,6 +238,8 @@ class CMAESSolver(AbstractSolver):
 
     def init(self, x0, args) -> CMAESSolverState:
         x0 = jnp.asarray(x0)
+        if x0.shape != (self.es.dim,):
+            raise ValueError(f"x0 must have shape ({self.es.dim},) (dim), got {x0.shape}")
         es = self.es.init(x0)
         f0 = jnp.asarray(self.fun(x0, args), x0.dtype)
         return CMAESSolverState(

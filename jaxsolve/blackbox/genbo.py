@@ -42,6 +42,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from jaxsolve.core.validation import is_concrete
+
 __all__ = [
     "pi",
     "ei",
@@ -190,6 +192,17 @@ class UniformBox(eqx.Module):
 
     lower: jax.Array
     upper: jax.Array
+
+    def __check_init__(self):
+        if jnp.shape(self.lower) != jnp.shape(self.upper):
+            raise ValueError(
+                f"lower and upper must have one shape, got {jnp.shape(self.lower)} "
+                f"and {jnp.shape(self.upper)}"
+            )
+        if is_concrete((self.lower, self.upper)) and not np.all(
+            np.asarray(self.lower) < np.asarray(self.upper)
+        ):
+            raise ValueError("lower must be below upper in every coordinate (a box of volume > 0)")
 
     def log_prob(self, x):
         inside = jnp.all((x >= self.lower) & (x <= self.upper), axis=-1)

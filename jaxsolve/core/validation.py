@@ -14,6 +14,8 @@ __all__ = [
     "is_concrete",
     "check_floating",
     "check_not_half",
+    "check_key",
+    "float_dtype",
     "check_finite",
     "check_shape",
     "check_positive",
@@ -53,6 +55,29 @@ def check_not_half(name: str, x, why: str, fix: str | None = None) -> None:
             where = f"{name}{jax.tree_util.keystr(path)}"
             fix = fix or f"{name}.astype(jnp.float32)"
             raise TypeError(f"{where} has dtype {dtype}: {why}; pass {fix}")
+
+
+def float_dtype(dtype=None):
+    """``dtype``, or for ``None`` JAX's default float: float64 when x64 is enabled, else
+    float32 (a default of float64 would warn and truncate in every float32 session)."""
+    return jax.dtypes.canonicalize_dtype(jnp.float64) if dtype is None else dtype
+
+
+def check_key(name: str, key) -> None:
+    """Raise ``TypeError`` unless ``key`` is a ``jax.random`` key: a typed key
+    (``jax.random.key``) or a raw ``uint32`` pair (``jax.random.PRNGKey``). Tracers pass."""
+    if isinstance(key, jax.core.Tracer):
+        return
+    if not isinstance(key, jax.Array):
+        raise TypeError(
+            f"{name} must be a jax.random key (jax.random.key(0)), got {type(key).__name__}"
+        )
+    raw = key.shape[-1:] == (2,) and key.dtype == jnp.uint32
+    if not (jnp.issubdtype(key.dtype, jax.dtypes.prng_key) or raw):
+        raise TypeError(
+            f"{name} must be a jax.random key (jax.random.key(0)), got an array of shape "
+            f"{key.shape} and dtype {key.dtype}"
+        )
 
 
 def check_finite(name: str, x) -> None:

@@ -90,6 +90,23 @@ class DecentralizedSolver(jaxsolve.AbstractSolver):
     reg: Any = eqx.field(static=True)
     comm: Any = eqx.field(static=True)
 
+    def check_start(self, x0, problem) -> None:
+        """Raise ``ValueError`` naming ``x0`` unless it holds one row per agent of
+        ``problem.W`` that fits the agents' data (shapes only: runs under tracing too)."""
+        agents = problem.W.shape[0]
+        if jnp.ndim(x0) != 2 or jnp.shape(x0)[0] != agents:
+            raise ValueError(
+                f"x0 must have shape ({agents}, d): one row per agent of W, got {jnp.shape(x0)}"
+            )
+        first = jax.tree.map(lambda v: v[0], problem.data)
+        try:
+            jax.eval_shape(self.loss.grad, x0[0], first)
+        except (TypeError, ValueError) as err:
+            raise ValueError(
+                f"x0's rows (length {jnp.shape(x0)[1]}) do not fit the agents' data "
+                f"{jax.tree.map(jnp.shape, first)}: {str(err).splitlines()[0]}"
+            ) from None
+
     # per-agent maps over the stacked agent axis
     def _grads(self, X, data):
         return jax.vmap(self.loss.grad)(X, data)

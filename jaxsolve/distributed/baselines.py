@@ -101,6 +101,7 @@ class DGD(DecentralizedSolver):
     stepsize: Any = None
 
     def init(self, x0, args):
+        self.check_start(x0, args)
         lips = self._lipschitz(args.data).astype(x0.dtype)
         alpha = _need_alpha(_alpha(self, lips, x0, args.W))
         eta = self._eta(lips).astype(x0.dtype)
@@ -147,6 +148,7 @@ class PGExtra(DecentralizedSolver):
     stepsize: Any = None
 
     def init(self, x0, args):
+        self.check_start(x0, args)
         lips = self._lipschitz(args.data).astype(x0.dtype)
         alpha = _need_alpha(_alpha(self, lips, x0, args.W))
         eta = self._eta(lips).astype(x0.dtype)
@@ -203,6 +205,7 @@ class NIDS(DecentralizedSolver):
     stepsize: Any = None
 
     def init(self, x0, args):
+        self.check_start(x0, args)
         lips = self._lipschitz(args.data).astype(x0.dtype)
         alpha = _need_alpha(_alpha(self, lips, x0, args.W))
         eta = self._eta(lips).astype(x0.dtype)
@@ -256,6 +259,7 @@ class DecentralizedADMM(DecentralizedSolver):
         return ((W != 0).astype(W.dtype)) * (1 - self.comm.eye_rows(W))
 
     def init(self, x0, args):
+        self.check_start(x0, args)
         lips = self._lipschitz(args.data).astype(x0.dtype)
         if self.penalty is None:
             c = (self.comm.total(lips) / args.W.shape[1]).astype(x0.dtype)

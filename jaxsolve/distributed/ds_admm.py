@@ -155,6 +155,7 @@ class DSADMM(DecentralizedSolver):
         return default_beta(lips, gap).astype(like.dtype)
 
     def init(self, x0, args):
+        self.check_start(x0, args)
         problem = args
         lips = self._lipschitz(problem.data).astype(x0.dtype)
         beta = self._beta(lips, problem, x0)

@@ -153,8 +153,8 @@ def split_models(key: jax.Array, n_models: int, n_test: int, n_val: int):
     n_train = n_models - n_test - n_val
     if n_test < 1 or n_val < 1 or n_train < 2:
         raise ValueError(
-            f"{n_models} models cannot be split into {n_test} test, {n_val} validation and "
-            f"at least 2 training models"
+            f"{n_models} models cannot be split into n_test = {n_test} test, n_val = {n_val} "
+            f"validation and at least 2 training models"
         )
     perm = np.asarray(jax.random.permutation(key, n_models))
     return perm[n_test + n_val :], perm[n_test : n_test + n_val], perm[:n_test]

@@ -32,6 +32,10 @@ def kendall_tau(x, y, weights=None):
     padded vector can be scored without changing shapes.
     """
     x, y = jnp.asarray(x), jnp.asarray(y)
+    if x.ndim != 1 or x.shape != y.shape:
+        raise ValueError(
+            f"x and y must be score vectors of one length, got {x.shape} and {y.shape}"
+        )
     w = jnp.ones_like(x) if weights is None else jnp.asarray(weights, x.dtype)
     pair = jnp.triu(w[:, None] * w[None, :], k=1)
     sx = jnp.sign(x[:, None] - x[None, :])

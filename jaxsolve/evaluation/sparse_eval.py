@@ -46,6 +46,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxsolve.core.validation import check_key
 from jaxsolve.evaluation.anchors import kmeans_anchors, random_anchors
 from jaxsolve.evaluation.benchmarks import check_matrix, split_models
 from jaxsolve.evaluation.metrics import coverage, kendall_tau, mae
@@ -327,6 +328,7 @@ def sparse_eval(
     Defaults are the reference code's. Returns a `SparseEvalResult`.
     """
     cfg = _config(rounds, epochs, final_epochs, check_every, patience, hidden, dropout, init, alpha)
+    check_key("key", key)
     split_key = jax.random.fold_in(key, 0) if split_key is None else split_key
     if split is None:
         Y, y, split = _prepare(Y, (K,), n_test, n_val, split_key)

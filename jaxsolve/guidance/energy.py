@@ -180,7 +180,8 @@ def feature_energy(
     if matcher == "identity":
         if n != m:
             raise ValueError(
-                f'matcher="identity" needs as many generated as reference points, got {n} and {m}'
+                f'matcher="identity" needs as many points in features_gen as in features_ref, '
+                f"got {n} and {m}"
             )
         matched, w = fr, wg * wr
         if is_concrete(w) and not np.any(np.asarray(w) > 0):

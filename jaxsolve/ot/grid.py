@@ -7,6 +7,8 @@ import dataclasses
 import jax.numpy as jnp
 import numpy as np
 
+from jaxsolve.core.validation import float_dtype
+
 __all__ = ["Grid"]
 
 
@@ -54,11 +56,13 @@ class Grid:
         """Cell widths ``(1/n_1, ..., 1/n_d)``."""
         return tuple(1.0 / n for n in self.shape)
 
-    def axes(self, dtype=jnp.float64) -> list:
-        """Cell-centre coordinates ``(i + 1/2)/n`` of each axis."""
+    def axes(self, dtype=None) -> list:
+        """Cell-centre coordinates ``(i + 1/2)/n`` of each axis (``dtype``: default float64
+        under x64, else float32)."""
+        dtype = float_dtype(dtype)
         return [(jnp.arange(n, dtype=dtype) + 0.5) / n for n in self.shape]
 
-    def points(self, dtype=jnp.float64):
+    def points(self, dtype=None):
         """Cell centres as an array of shape ``(*shape, d)``."""
         return jnp.stack(jnp.meshgrid(*self.axes(dtype), indexing="ij"), axis=-1)
 

@@ -26,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
+from jaxsolve.core.validation import float_dtype
 from jaxsolve.ot.grid import Grid
 
 __all__ = [
@@ -362,9 +363,11 @@ def pushforward(
     return out.reshape(grid.shape)
 
 
-def neumann_eigenvalues(grid: Grid, dtype=jnp.float64):
+def neumann_eigenvalues(grid: Grid, dtype=None):
     r"""Eigenvalues $\lambda_k = \sum_a 2 n_a^2 (1 - \cos(\pi k_a / n_a))$ of the
-    Neumann 2d+1-point Laplacian $-\Delta_h$ (spacing $1/n_a$), in DCT-II order."""
+    Neumann 2d+1-point Laplacian $-\Delta_h$ (spacing $1/n_a$), in DCT-II order
+    (``dtype``: default float64 under x64, else float32)."""
+    dtype = float_dtype(dtype)
     lam = 0.0
     for a, n in enumerate(grid.shape):
         shape = [1] * grid.ndim

@@ -39,6 +39,11 @@ def project_simplex_flat(v: jax.Array, s: jax.Array) -> jax.Array:
 
 
 def _simplex_finite(v: jax.Array, s: jax.Array) -> jax.Array:
+    # 0. the projection is shift-invariant, P(v) = P(v - c 1): shift the largest entry to 0,
+    # or the sums below lose s next to entries of size s / eps (simplex([1e16, 0, 0])
+    # was 0 in float64, off the simplex); the shift cancels in the derivative
+    top = sg(jnp.max(v))
+    v = v - jnp.where(jnp.isfinite(top), top, 0).astype(v.dtype)
     # 1. identify the support with the sort-based threshold (not differentiated).
     u = jnp.sort(sg(v))[::-1]
     css = jnp.cumsum(u) - sg(s)

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float
 
 import jaxsolve
-from jaxsolve.core.validation import check_floating, check_shape, is_concrete
+from jaxsolve.core.validation import check_floating, check_key, check_shape
 from jaxsolve.submodular.aapga import AAPGA, aapga
 from jaxsolve.submodular.constraints import Cardinality, Knapsack, PartitionMatroid
 from jaxsolve.submodular.objectives import SCM
@@ -63,10 +63,7 @@ def _check_inputs(f, constraint, key, num_rounds):
     constraint.check(f.n)
     if isinstance(num_rounds, bool) or not isinstance(num_rounds, int) or num_rounds < 1:
         raise ValueError(f"num_rounds must be a positive int, got {num_rounds!r}")
-    if is_concrete(key):
-        k = jnp.asarray(key)
-        if not (jnp.issubdtype(k.dtype, jax.dtypes.prng_key) or k.dtype == jnp.uint32):
-            raise TypeError(f"key must be a jax.random key, got dtype {k.dtype}")
+    check_key("key", key)
 
 
 def maximize(

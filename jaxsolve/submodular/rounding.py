@@ -67,8 +67,13 @@ def _check_point(x, constraint) -> None:
     slack = 1e-6
     if not (np.all(np.isfinite(xs)) and xs.min() >= -slack and xs.max() <= 1 + slack):
         raise ValueError("x must lie in [0, 1]^n (the relaxed point of the constraint)")
-    w, groups, g = _layout(constraint, n, jnp.float64)
-    sums = np.bincount(np.asarray(groups), weights=np.asarray(w) * xs, minlength=g)
+    if isinstance(constraint, Knapsack):
+        sums = np.asarray([np.dot(np.asarray(constraint.costs, np.float64), xs)])
+    elif isinstance(constraint, PartitionMatroid):
+        g = constraint.num_groups
+        sums = np.bincount(np.asarray(constraint.groups), weights=xs, minlength=g)
+    else:
+        sums = np.asarray([xs.sum()])
     if isinstance(constraint, Knapsack):
         caps = np.asarray(constraint.budget, np.float64)[None]
     elif isinstance(constraint, PartitionMatroid):

@@ -192,3 +192,13 @@ def test_bad_inputs_name_the_argument(tmp_path):
     np.testing.assert_allclose(np.asarray(ev.load_matrix(tmp_path / "y.npy")), Y * 0.5)
     np.savetxt(tmp_path / "y.csv", Y[:5], delimiter=",")
     np.testing.assert_allclose(np.asarray(ev.load_matrix(tmp_path / "y.csv")), Y[:5])
+
+
+def test_metric_and_key_errors_are_named():
+    with pytest.raises(ValueError, match="x and y must be score vectors of one length"):
+        ev.kendall_tau(np.ones(5), np.ones(4))
+    Y = (np.random.default_rng(0).uniform(size=(60, 50)) < 0.6).astype(float)
+    with pytest.raises(TypeError, match="key must be a jax.random key"):
+        ev.sparse_eval(Y, 5, None, n_test=10, n_val=10)
+    with pytest.raises(ValueError, match="n_test = 100"):
+        ev.sparse_eval(Y, 5, jax.random.key(0), n_test=100)

@@ -228,7 +228,11 @@ def _bad_calls():
     return [
         (ValueError, "features_gen", lambda: feature_energy(gen[:, :3], ref)),
         (ValueError, "features_gen", lambda: feature_energy(gen[0], ref)),
-        (ValueError, "identity", lambda: feature_energy(gen[:5], ref, matcher="identity")),
+        (
+            ValueError,
+            "points in features_gen as in features_ref",
+            lambda: feature_energy(gen[:5], ref, matcher="identity"),
+        ),
         (ValueError, "mask_gen", lambda: feature_energy(gen, ref, mask_gen=jnp.zeros(12))),
         (ValueError, "mask_ref", lambda: feature_energy(gen, ref, mask_ref=jnp.zeros(3))),
         (ValueError, "mask_ref", lambda: feature_energy(gen, ref, mask_ref=-jnp.ones(12))),

@@ -1,0 +1,70 @@
+"""Decentralized solvers on hostile input: errors that name the argument, honest statuses."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxsolve
+from jaxsolve import Status
+from jaxsolve import distributed as D
+
+N_AG, M, DIM = 6, 5, 4
+
+
+def _problem(scale=1.0):
+    rng = np.random.default_rng(0)
+    A = jnp.asarray(rng.normal(size=(N_AG, M, DIM)))
+    b = jnp.asarray(rng.normal(size=(N_AG, M)))
+    A, b = A.at[0].multiply(scale), b.at[0].multiply(scale)
+    return D.make_problem((A, b), D.metropolis_hastings(D.ring(N_AG)), 0.1)
+
+
+@pytest.mark.parametrize(
+    "solver",
+    [
+        D.ds_admm(D.LeastSquares(), D.L1()),
+        D.dgd(D.LeastSquares(), D.L1()),
+        D.extra(D.LeastSquares()),
+        D.nids(D.LeastSquares(), D.L1()),
+        D.decentralized_admm(D.LeastSquares(), D.L1()),
+    ],
+    ids=["ds_admm", "dgd", "extra", "nids", "decentralized_admm"],
+)
+@pytest.mark.parametrize(
+    "x0, match",
+    [
+        (jnp.zeros((N_AG, DIM + 1)), r"x0's rows \(length 5\) do not fit"),
+        (jnp.zeros((N_AG - 1, DIM)), r"x0 must have shape \(6, d\)"),
+        (jnp.zeros(DIM), r"x0 must have shape \(6, d\)"),
+    ],
+)
+def test_a_misshapen_start_is_named(solver, x0, match):
+    with pytest.raises(ValueError, match=match):
+        jaxsolve.solve(solver, x0, _problem())
+
+
+def test_bad_mixing_matrices_are_named():
+    A = jnp.ones((N_AG, M, DIM))
+    b = jnp.ones((N_AG, M))
+    W = D.metropolis_hastings(D.ring(N_AG))
+    for bad, match in [
+        (np.where(np.eye(N_AG) > 0, np.nan, W), "W"),
+        (W[:5, :5], "W must be doubly stochastic"),
+        (np.eye(N_AG), "disconnected"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            D.make_problem((A, b), bad, 0.1)
+
+
+def test_badly_scaled_agent_converges_to_the_certified_point():
+    """One agent's rows scaled by 1e6: SUCCESS must still mean consensus on the
+    centralized prox-gradient fixed point (the error measure, recomputed here)."""
+    with jax.enable_x64(True):
+        problem = _problem(1e6)
+        solver = D.ds_admm(D.LeastSquares(), D.L1())
+        sol = jaxsolve.solve(solver, jnp.zeros((N_AG, DIM)), problem, max_steps=5000)
+        assert int(sol.status) == Status.SUCCESS
+        residual = solver.optimality(sol.x, problem)
+        assert float(jnp.max(jnp.abs(residual))) < 1e-6
+        assert float(jnp.max(jnp.abs(sol.x - sol.x[0]))) < 1e-6
