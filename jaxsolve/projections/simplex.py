@@ -42,8 +42,11 @@ def _simplex_finite(v: jax.Array, s: jax.Array) -> jax.Array:
     # 0. the projection is shift-invariant, P(v) = P(v - c 1): shift the largest entry to 0,
     # or the sums below lose s next to entries of size s / eps (simplex([1e16, 0, 0])
     # was 0 in float64, off the simplex); the shift cancels in the derivative
+    # (only for entries far above s: at ordinary scales the iterates stay bit for bit
+    # what they were, and a vmapped batch equals its loop)
     top = sg(jnp.max(v))
-    v = v - jnp.where(jnp.isfinite(top), top, 0).astype(v.dtype)
+    far = jnp.isfinite(top) & (jnp.abs(top) > 1024 * (jnp.abs(sg(s)) + 1))
+    v = v - jnp.where(far, top, 0).astype(v.dtype)
     # 1. identify the support with the sort-based threshold (not differentiated).
     u = jnp.sort(sg(v))[::-1]
     css = jnp.cumsum(u) - sg(s)
