@@ -23,7 +23,7 @@ from jaxsolve.cluster._problem import (
 from jaxsolve.cluster.kmeans_newton import kmeans_newton
 from jaxsolve.cluster.nlr import nlr, nlr_start
 from jaxsolve.core import Solution, Status, solve
-from jaxsolve.core.validation import check_finite, check_floating, check_nonempty
+from jaxsolve.core.validation import check_finite, check_floating, check_key, check_nonempty
 
 __all__ = ["kmeans", "KMeansState"]
 
@@ -66,19 +66,6 @@ class KMeansState(NamedTuple):
                 f"X must have shape (m, {self.x.shape[1]}) (the centres' dimension), got {X.shape}"
             )
         return nearest_center(X.astype(self.x.dtype), self.x)
-
-
-def _check_key(key):
-    if not isinstance(key, jax.Array):
-        raise TypeError(
-            f"key must be a jax.random key (jax.random.key(0)), got {type(key).__name__}"
-        )
-    raw = key.shape == (2,) and key.dtype == jnp.uint32  # jax.random.PRNGKey(0)
-    if not (jnp.issubdtype(key.dtype, jax.dtypes.prng_key) or raw):
-        raise TypeError(
-            f"key must be a jax.random key (jax.random.key(0)), got an array of shape "
-            f"{key.shape} and dtype {key.dtype}"
-        )
 
 
 def _check_k(name, k, n):
@@ -194,7 +181,7 @@ def kmeans(
         raise ValueError(f"method must be 'newton' or 'nlr', got {method!r}")
     if key is None:
         key = jax.random.key(0)
-    _check_key(key)
+    check_key("key", key)
     X = jnp.asarray(X)
     check_floating("X", X)
     if X.ndim != 2:

@@ -64,7 +64,7 @@ def float_dtype(dtype=None):
 
 
 def check_key(name: str, key) -> None:
-    """Raise ``TypeError`` unless ``key`` is a ``jax.random`` key: a typed key
+    """Raise ``TypeError`` unless ``key`` is one ``jax.random`` key: a typed key
     (``jax.random.key``) or a raw ``uint32`` pair (``jax.random.PRNGKey``). Tracers pass."""
     if isinstance(key, jax.core.Tracer):
         return
@@ -72,7 +72,7 @@ def check_key(name: str, key) -> None:
         raise TypeError(
             f"{name} must be a jax.random key (jax.random.key(0)), got {type(key).__name__}"
         )
-    raw = key.shape[-1:] == (2,) and key.dtype == jnp.uint32
+    raw = key.shape == (2,) and key.dtype == jnp.uint32  # jax.random.PRNGKey(0)
     if not (jnp.issubdtype(key.dtype, jax.dtypes.prng_key) or raw):
         raise TypeError(
             f"{name} must be a jax.random key (jax.random.key(0)), got an array of shape "
