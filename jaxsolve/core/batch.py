@@ -32,6 +32,7 @@ __all__ = [
     "solve_batch",
     "batch_mesh",
     "compact_widths",
+    "shrunk_width",
     "run_compacted",
     "lane_select",
     "by_chunks",
@@ -118,13 +119,20 @@ def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def shrunk_width(width: int, shrink: int = _SHRINK, unit: int = 1) -> int:
+    """The one width rule of straggler compaction: ``ceil(width / shrink)`` rounded up
+    to a multiple of ``unit`` (the device count, so a sharded sub-batch splits evenly).
+    Both engines (`solve_batch(compact=)` from the host, `run_compacted` in one program)
+    step through the widths ``B, B/8, B/64, ...`` it gives, so at most ``log8(B)``
+    widths, hence compilations, ever occur."""
+    return _ceil_div(_ceil_div(width, shrink), unit) * unit
+
+
 def _smaller_width(n_running: int, width: int, unit: int) -> int:
-    """The sub-batch width for ``n_running`` lanes: ``width / 8**j`` (rounded up to a
-    multiple of ``unit``), the smallest such that still holds them. At most
-    ``log8(B)`` widths ever occur, so at most that many extra compilations."""
+    """The narrowest `shrunk_width` step below ``width`` that still holds ``n_running``."""
     new = width
     while True:
-        nxt = _ceil_div(_ceil_div(new, _SHRINK), unit) * unit
+        nxt = shrunk_width(new, unit=unit)
         if nxt >= new or nxt < n_running:
             return new
         new = nxt
@@ -285,11 +293,11 @@ def lockstep_rounds(
 
 
 def compact_widths(width: int, shrink: int = _SHRINK, smallest: int = 64) -> list[int]:
-    """The batch widths of `run_compacted`: ``width``, then ``1/shrink`` of the
-    previous one (rounded up) while the previous one is at least ``smallest``."""
+    """The batch widths of `run_compacted`: ``width``, then `shrunk_width` of the
+    previous one while the previous one is at least ``smallest``."""
     sizes = [int(width)]
     while sizes[-1] >= smallest:
-        sizes.append(_ceil_div(sizes[-1], shrink))
+        sizes.append(shrunk_width(sizes[-1], shrink))
     return sizes
 
 

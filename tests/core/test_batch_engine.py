@@ -65,3 +65,17 @@ def test_run_compacted_freezes_lanes_and_scatters_back():
     assert compact_widths(200) == [200, 25]
     np.testing.assert_array_equal(np.asarray(count), np.asarray(target))
     assert int(steps) == int(target.max())
+
+
+def test_one_width_rule_for_both_compaction_engines():
+    """The host-driven `solve_batch(compact=)` and in-graph `run_compacted` shrink by the
+    same rule: 1/8 of the width, rounded up to a multiple of the device count."""
+    from jaxsolve.core.batch import _smaller_width, shrunk_width
+
+    assert compact_widths(4096) == [4096, 512, 64, 8]
+    assert [shrunk_width(w) for w in (4096, 512, 64)] == [512, 64, 8]
+    assert shrunk_width(200, unit=8) == 32  # ceil(200/8) = 25 -> 32 for 8 devices
+    # host engine: the narrowest step of that chain still holding the running lanes
+    assert _smaller_width(60, 4096, 1) == 64
+    assert _smaller_width(65, 4096, 1) == 512
+    assert _smaller_width(3000, 4096, 1) == 4096
