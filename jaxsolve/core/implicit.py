@@ -1,4 +1,4 @@
-r"""Implicit differentiation of solutions: ``custom_root`` and ``custom_fixed_point``.
+r"""Implicit differentiation of solutions: ``custom_root``, ``custom_fixed_point``, ``known_value``.
 
 If $x^\star(\theta)$ solves $F(x, \theta) = 0$ with $\partial_x F$
 invertible, the implicit function theorem gives
@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
-__all__ = ["custom_root", "custom_fixed_point", "linear_solve"]
+__all__ = ["custom_root", "custom_fixed_point", "known_value", "linear_solve"]
 
 
 def _dense_solve(matvec, b):
@@ -169,3 +169,30 @@ def custom_fixed_point(fixed_point_fn: Callable, **kwargs):
     kwargs.setdefault("solve", "gmres")
     residual = lambda x, *p: jax.tree.map(jnp.subtract, fixed_point_fn(x, *p), x)
     return custom_root(residual, **kwargs)
+
+
+def known_value(value, fn: Callable, args: tuple, consts: tuple = ()):
+    r"""``fn(*args, *consts)`` whose value a solve has already found: ``value``.
+
+    Returns ``value`` without evaluating ``fn``; the derivatives are those of ``fn`` in
+    ``args`` (none flow to ``value`` or ``consts``). It is for a map that a solver
+    evaluates, to tolerance, on its way (the projection a line search accepted, the
+    affine projection an active-set solve ends on): the forward pass pays nothing
+    twice, and a derivative is that of the map, not of the iterations that found its
+    value. When ``fn`` is linear in ``args`` its JVP is ``fn`` of the tangents, so
+    ``fn`` may be written as the tangent map itself; under ``jit`` the unused primal
+    evaluation inside the JVP is dead code and compiles away.
+    """
+
+    @jax.custom_jvp
+    def known(value, args, consts):
+        return value
+
+    @known.defjvp
+    def known_jvp(primals, tangents):
+        value, args, consts = primals
+        _, dargs, _ = tangents
+        _, dout = jax.jvp(lambda *a: fn(*a, *consts), tuple(args), tuple(dargs))
+        return value, dout
+
+    return known(value, tuple(args), tuple(consts))

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from functools import partial
 from typing import Any, NamedTuple
 
 import equinox as eqx
@@ -55,6 +56,7 @@ import numpy as np
 import optax
 
 from jaxsolve.core import Implicit, Solution, solve
+from jaxsolve.core.implicit import known_value
 from jaxsolve.core.protocol import AbstractSolver, hyper
 from jaxsolve.core.status import Status
 from jaxsolve.core.validation import check_floating, check_nonempty, is_concrete
@@ -196,28 +198,6 @@ def _backtrack(fun, projection, y, f_y, g_y, L0, fargs, pargs, increase, *, spli
     return L, xp, fp, gp, k, failed
 
 
-def _projection_with_value(projection, split_args, value, z, pargs):
-    """``P(z)`` whose value is already known (``value``, from the line search).
-
-    The primal is ``value`` (no second projection in a plain solve); derivatives are
-    those of ``P`` at ``z``, so unrolled differentiation still sees the projection.
-    """
-
-    @jax.custom_jvp
-    def known(value, z, pargs):
-        return value
-
-    @known.defjvp
-    def known_jvp(primals, tangents):
-        value, z, pargs = primals
-        _, dz, dp = tangents
-        proj = lambda z, p: _project(projection, z, p, split_args)
-        _, dout = jax.jvp(proj, (z, pargs), (dz, dp))
-        return value, dout
-
-    return known(value, z, pargs)
-
-
 class ProjectedGradient(AbstractSolver):
     """Projected gradient / FISTA (see the module docstring); built by `projected_gradient`.
 
@@ -301,7 +281,10 @@ class ProjectedGradient(AbstractSolver):
         # The differentiable update (the line search only chose L).
         z = _axpy(-1 / L, g_y, y)
         if backtracking:
-            x_new = _projection_with_value(projection, split_args, x_trial, z, pargs)
+            # the line search already projected z: its value, P's derivatives
+            x_new = known_value(
+                x_trial, partial(_project, projection, split_args=split_args), (z, pargs)
+            )
         else:
             x_new = _project(projection, z, pargs, split_args)
         if not backtracking:

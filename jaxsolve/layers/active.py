@@ -53,12 +53,11 @@ and $\bar h$ goes to ``u``/``ub`` on rows active at their upper bound, to
 
 from __future__ import annotations
 
-from functools import partial
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxsolve.core.implicit import known_value
 from jaxsolve.layers.polytope import Factors
 
 __all__ = [
@@ -381,22 +380,20 @@ def _affine_tangent(factors: Factors, bounds: bool, act, dy, db, dlo, dhi, tol, 
     return dxa - ((mu * lam) @ rz) @ Z.T
 
 
-@partial(jax.custom_jvp, nondiff_argnums=(0, 1))
 def affine_projection(bounds: bool, maxiter: int, factors: Factors, act, x, y, b, lo, hi, tol):
     r"""The projection ``x`` of ``y`` at the active set ``act`` (one example), differentiable.
 
     The value is the known ``x`` (the solve's answer: it is the projection of ``y``
     onto the affine set of the active rows, to ``tol``); the derivatives in
-    ``y, b, lo, hi`` are those of that affine projection (`_affine_tangent`),
-    none flow to ``factors``, ``act``, ``x`` or ``tol``. It is the map whose fixed
+    ``y, b, lo, hi`` are those of that affine projection, none flow to ``factors``,
+    ``act``, ``x`` or ``tol`` (`jaxsolve.core.implicit.known_value`). At a fixed active
+    set the projection is linear in ``(y, b, lo, hi)``, so its derivative is its
+    tangent map `_affine_tangent` applied to the tangents. It is the map whose fixed
     point the Pinet solver's implicit rule differentiates
     (`jaxsolve.layers.pinet.PinetProjection.optimality`).
     """
-    return x
 
+    def linear_map(y, b, lo, hi, factors, act, tol):
+        return _affine_tangent(factors, bounds, act, y, b, lo, hi, tol, maxiter)
 
-@affine_projection.defjvp
-def _affine_projection_jvp(bounds, maxiter, primals, tangents):
-    factors, act, x, y, b, lo, hi, tol = primals
-    _, _, _, dy, db, dlo, dhi, _ = tangents
-    return x, _affine_tangent(factors, bounds, act, dy, db, dlo, dhi, tol, maxiter)
+    return known_value(x, linear_map, (y, b, lo, hi), (factors, act, tol))
