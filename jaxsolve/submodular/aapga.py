@@ -102,7 +102,12 @@ class AAPGAInfo(NamedTuple):
 
 
 def frank_wolfe_gap(f, constraint, x, g=None):
-    r"""$\max_{s \in P}\langle g(x), s - x\rangle \ge \max_P F - F(x)$ (the certificate)."""
+    r"""$\max_{s \in P}\langle g(x), s - x\rangle \ge \max_P F - F(x)$ (the certificate).
+
+    `x` must have shape `(n,)` (checked, naming `x`).
+    """
+    if jnp.shape(x) != (f.n,):
+        raise ValueError(f"x must have shape ({f.n},) (one entry per item), got {jnp.shape(x)}")
     g = f.supergradient(x) if g is None else g
     return jnp.dot(g, constraint.lmo(g) - x)
 
@@ -110,6 +115,28 @@ def frank_wolfe_gap(f, constraint, x, g=None):
 def _relative(gap, value):
     tiny = jnp.finfo(value.dtype).tiny
     return jnp.maximum(gap, 0) / jnp.maximum(value, tiny**0.5)
+
+
+def _unpack(args):
+    from jaxsolve.submodular.objectives import SCM
+
+    if not (isinstance(args, tuple) and len(args) == 2 and isinstance(args[0], SCM)):
+        raise TypeError(
+            f"args must be the pair (f, constraint) with f an SCM, got {type(args).__name__}"
+        )
+    return args
+
+
+def _check_start(x0, f) -> None:
+    """x0: a real float vector over the ground set (shape/dtype only: fine under tracing)."""
+    if jnp.shape(x0) != (f.n,):
+        raise ValueError(f"x0 must have shape ({f.n},) (one entry per item), got {jnp.shape(x0)}")
+    if not jnp.issubdtype(x0.dtype, jnp.floating):
+        raise TypeError(f"x0 must be a real floating-point vector, got dtype {x0.dtype}")
+    if x0.dtype != f.weights.dtype:
+        raise TypeError(
+            f"x0 has dtype {x0.dtype} but f is {f.weights.dtype}: pass x0.astype({f.weights.dtype})"
+        )
 
 
 class AAPGA(jaxsolve.AbstractSolver):
@@ -138,8 +165,9 @@ class AAPGA(jaxsolve.AbstractSolver):
         return constraint.project_approx(y, delta)
 
     def init(self, x0, args):
-        f, constraint = args
+        f, constraint = _unpack(args)
         x0 = jnp.asarray(x0)
+        _check_start(x0, f)
         dtype = x0.dtype
         x = constraint.project(x0)
         z = f.modular(x)
@@ -305,7 +333,8 @@ def aapga(
 
     Run it with `jaxsolve.solve(aapga(), x0, (f, constraint), tol=...)`, `f` an `SCM`
     and `constraint` from `cardinality` / `knapsack` / `partition_matroid` (`x0`, e.g.
-    `constraint.start(n, dtype)`, is projected first). `tol` bounds the relative
+    `constraint.start(n, dtype)`, is projected first; it must be a real vector of shape
+    `(n,)` in `f`'s dtype, checked, naming `x0`). `tol` bounds the relative
     Frank-Wolfe gap.
 
     Args:

@@ -31,7 +31,7 @@ import jax.numpy as jnp
 from jax.experimental import sparse
 from jaxtyping import Array, Bool, Float, Int
 
-from jaxsolve.core.validation import is_concrete
+from jaxsolve.core.validation import check_key, is_concrete
 from jaxsolve.submodular.constraints import Cardinality, Knapsack, PartitionMatroid
 from jaxsolve.submodular.objectives import SCM
 
@@ -266,9 +266,11 @@ def stochastic_greedy(
     f: SCM, constraint: Cardinality, key: jax.Array, *, epsilon: float = 0.1
 ) -> GreedyResult:
     r"""Stochastic greedy: the best of a random sample of $\lceil (n/k)\log(1/\varepsilon)\rceil$
-    items per step (`constraint` a cardinality constraint with a concrete `k`)."""
+    items per step (`constraint` a cardinality constraint with a concrete `k`; `key` a
+    `jax.random` key, checked)."""
     _check(f, constraint, (Cardinality,), "stochastic_greedy")
     _dense_only(f, "stochastic_greedy")
+    check_key("key", key)
     if not 0 < epsilon < 1:
         raise ValueError(f"epsilon must be in (0, 1), got {epsilon!r}")
     if not is_concrete(constraint.k):

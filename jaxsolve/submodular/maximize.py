@@ -89,7 +89,9 @@ def maximize(
         tol: relative Frank-Wolfe gap at which the relaxation stops.
         max_steps: step budget of the relaxation.
         num_rounds: independent roundings, the best kept (static).
-        x0: the relaxation's start (default: the constraint's uniform point).
+        x0: the relaxation's start (default: the constraint's uniform point); a real
+            vector of shape `(n,)` (checked), cast to `f`'s dtype and projected onto
+            the polytope, so a start outside it is allowed.
 
     Works under `jax.vmap` (over `f`, `constraint`, `key`) and `jax.jit`; the checks
     run only on concrete inputs.
@@ -104,6 +106,9 @@ def maximize(
         x0 = jnp.asarray(x0)
         check_floating("x0", x0)
         check_shape("x0", x0, (f.n,))
+        if jnp.issubdtype(x0.dtype, jnp.complexfloating):
+            raise TypeError(f"x0 must be real, got dtype {x0.dtype}")
+        x0 = x0.astype(dtype)  # the relaxation runs in f's precision
     sol = jaxsolve.solve(solver, x0, (f, constraint), tol=tol, max_steps=max_steps)
     return _finish(f, constraint, key, sol, num_rounds)
 

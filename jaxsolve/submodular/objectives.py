@@ -188,6 +188,17 @@ def _nonneg_finite(name: str, a) -> None:
         raise ValueError(f"{name} must be non-negative (an SCM needs M >= 0, w >= 0)")
 
 
+def _real(a) -> bool:
+    dtype = jnp.result_type(a)
+    return bool(jnp.issubdtype(dtype, jnp.integer) or jnp.issubdtype(dtype, jnp.floating))
+
+
+def _check_items(name: str, x, n: int) -> None:
+    """A point or set over the ground set must be a vector of length n (static check)."""
+    if jnp.shape(x) != (n,):
+        raise ValueError(f"{name} must have shape ({n},) (one entry per item), got {jnp.shape(x)}")
+
+
 class SCM(eqx.Module):
     r"""$f(S) = \sum_i w_i \phi((MS)_i)$: a sum of concave over modular functions (a pytree).
 
@@ -243,6 +254,8 @@ class SCM(eqx.Module):
         m, n = M.shape
         if m == 0 or n == 0:
             raise ValueError(f"M must be non-empty, got shape {M.shape}")
+        if weights is not None and not _real(weights):
+            raise TypeError(f"weights must be real, got dtype {jnp.result_type(weights)}")
         weights = jnp.ones(m, dtype) if weights is None else jnp.asarray(weights, dtype)
         if weights.shape != (m,):
             raise ValueError(
@@ -253,6 +266,13 @@ class SCM(eqx.Module):
             if phi.uses_cap:
                 raise ValueError(f"phi {phi.name} needs cap (the saturation level per row)")
             cap = jnp.ones(m, dtype)
+        if not _real(cap):
+            raise TypeError(f"cap must be real, got dtype {jnp.result_type(cap)}")
+        if jnp.shape(cap) not in ((), (m,)):
+            raise ValueError(
+                f"cap must be a scalar or have shape ({m},) (one per row of M), "
+                f"got {jnp.shape(cap)}"
+            )
         cap = jnp.broadcast_to(jnp.asarray(cap, dtype), (m,))
         _nonneg_finite("cap", cap)
         zmax = float(np.max(rowmax)) if rowmax is not None and rowmax.size else 1.0
@@ -309,10 +329,12 @@ class SCM(eqx.Module):
 
     def extension(self, x: Float[Array, " n"]) -> Float[Array, ""]:
         r"""The concave extension $F(x) = \sum_i w_i \phi((Mx)_i)$ ($= f$ on 0/1 points)."""
+        _check_items("x", x, self.n)
         return self._from_z(self.modular(x))
 
     def value(self, S) -> Float[Array, ""]:
-        """$f(S)$ for a 0/1 or boolean indicator vector `S` of shape `(n,)`."""
+        """$f(S)$ for a 0/1 or boolean indicator vector `S` of shape `(n,)` (checked)."""
+        _check_items("S", S, self.n)
         return self.extension(jnp.asarray(S).astype(self.weights.dtype))
 
     def supergradient(self, x: Float[Array, " n"]) -> Float[Array, " n"]:
@@ -321,6 +343,7 @@ class SCM(eqx.Module):
 
     def value_and_supergradient(self, x):
         """`(F(x), g(x))` sharing the one product $Mx$."""
+        _check_items("x", x, self.n)
         z = self.modular(x)
         return self._from_z(z), self.grad_from_z(z)
 

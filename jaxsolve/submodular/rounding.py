@@ -32,7 +32,13 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float
 
-from jaxsolve.core.validation import check_floating, is_concrete
+from jaxsolve.core.validation import (
+    check_floating,
+    check_key,
+    check_nonempty,
+    check_shape,
+    is_concrete,
+)
 from jaxsolve.submodular.constraints import Cardinality, Knapsack, PartitionMatroid
 
 __all__ = ["pipage", "knapsack_rounding", "fill", "round_solution"]
@@ -52,6 +58,15 @@ def _layout(constraint, n, dtype):
     )
 
 
+def _ground_size(constraint):
+    """n for a knapsack (its costs) or a partition matroid (its groups); None for k."""
+    if isinstance(constraint, Knapsack):
+        return constraint.costs.shape[0]
+    if isinstance(constraint, PartitionMatroid):
+        return constraint.groups.shape[0]
+    return None
+
+
 def _check_point(x, constraint) -> None:
     """Refuse a concrete `x` outside the constraint's polytope, naming `x`: the pairwise
     moves keep every group's weighted sum, so a point with a sum above its cap would
@@ -59,6 +74,14 @@ def _check_point(x, constraint) -> None:
     check_floating("x", x)
     if jnp.ndim(x) != 1:
         raise ValueError(f"x must be a vector (n,), got shape {jnp.shape(x)}")
+    check_nonempty("x", x)
+    size = _ground_size(constraint)
+    if size is not None and jnp.shape(x) != (size,):
+        raise ValueError(
+            f"x must have shape ({size},) (the constraint's ground set), got {jnp.shape(x)}"
+        )
+    if jnp.issubdtype(jnp.result_type(x), jnp.complexfloating):
+        raise TypeError(f"x must be real, got dtype {jnp.result_type(x)}")
     if not is_concrete((x, constraint)):
         return
     n = x.shape[0]
@@ -156,7 +179,8 @@ def _pairwise(x, w, groups, num_groups, key, round_up: bool, f=None):
 def pipage(x: Float[Array, " n"], constraint, key=None, f=None) -> Bool[Array, " n"]:
     """Pipage rounding onto the cardinality or partition-matroid bases.
 
-    Randomized with `key`; with `f` (an `SCM` with dense `M`) instead, each move goes to
+    Randomized with `key` (a `jax.random` key, checked; needed unless `f` is given);
+    with `f` (an `SCM` with dense `M`) instead, each move goes to
     the end with the larger concave extension $F$ (a derandomized variant: no
     guarantee in expectation, but it follows $F$, and costs $O(m)$ per move). Keeps
     every group sum and rounds each group's last fractional item up (see the module).
@@ -164,6 +188,8 @@ def pipage(x: Float[Array, " n"], constraint, key=None, f=None) -> Bool[Array, "
     if isinstance(constraint, Knapsack):
         raise TypeError("pipage rounds cardinality and partition matroids; use knapsack_rounding")
     _check_point(x, constraint)
+    if f is None:
+        check_key("key", key)
     w, groups, g = _layout(constraint, x.shape[0], x.dtype)
     return _pairwise(x, w, groups, g, key, True, f)
 
@@ -177,13 +203,24 @@ def knapsack_rounding(
     if not isinstance(constraint, Knapsack):
         raise TypeError("knapsack_rounding needs a Knapsack constraint")
     _check_point(x, constraint)
+    if f is None:
+        check_key("key", key)
     n = x.shape[0]
     return _pairwise(x, constraint.costs.astype(x.dtype), jnp.zeros(n, jnp.int32), 1, key, False, f)
 
 
 def fill(f, constraint, S: Bool[Array, " n"], priority: Float[Array, " n"]) -> Bool[Array, " n"]:
-    """Add the items that still fit, in decreasing `priority` (monotone $f$: never worse)."""
-    n = S.shape[0]
+    """Add the items that still fit, in decreasing `priority` (monotone $f$: never worse).
+
+    `S` must be a boolean vector of shape `(n,)` and `priority` a real vector of the
+    same shape (checked, naming the argument).
+    """
+    n = f.n
+    if jnp.result_type(S) != jnp.bool_:
+        raise TypeError(f"S must be a boolean indicator, got dtype {jnp.result_type(S)}")
+    check_shape("S", S, (n,))
+    check_floating("priority", priority)
+    check_shape("priority", priority, (n,))
     dtype = priority.dtype
     order = jnp.lexsort((-f.singleton_values().astype(dtype), -priority))
     if isinstance(constraint, Knapsack):
@@ -222,8 +259,12 @@ def round_solution(f, constraint, x: Float[Array, " n"], key, num_rounds: int = 
     """The best of `num_rounds` randomized roundings of `x`, of the derandomized one
     (dense `M`, or `BCOO` built by `SCM.create`) and, for knapsack, of the best feasible single item.
 
-    Returns `(S, f(S))`.
+    Returns `(S, f(S))`. `x` must be a real vector of shape `(n,)` in the constraint's
+    polytope, `key` a `jax.random` key (both checked, naming the argument).
     """
+    check_floating("x", x)
+    check_shape("x", x, (f.n,))
+    check_key("key", key)
     sets = []
     if num_rounds > 0:
         keys = jax.random.split(key, num_rounds)
