@@ -26,6 +26,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxsolve.core.validation import check_key
+
 __all__ = [
     "NLP",
     "hs006",
@@ -202,6 +204,15 @@ def _dynamics(states, inputs, start, dt):
     return (states - pred).reshape(-1)
 
 
+def _check_horizon(T, dt, **positive) -> None:
+    """T a positive int, dt and the named limits positive finite numbers (naming each)."""
+    if isinstance(T, bool) or not isinstance(T, int | np.integer) or T < 1:
+        raise ValueError(f"T must be a positive int (the horizon), got {T!r}")
+    for name, v in {"dt": dt, **positive}.items():
+        if not (isinstance(v, int | float | np.number) and np.isfinite(v) and v > 0):
+            raise ValueError(f"{name} must be a positive finite number, got {v!r}")
+
+
 def _obstacles(states, d: UnicycleData):
     diff = states[:, None, :2] - d.centers[None]
     return (d.radii[None] ** 2 - jnp.sum(diff**2, -1)).reshape(-1)
@@ -219,7 +230,10 @@ def unicycle(
 
     ``x0`` is the all-zero decision vector; use `unicycle_rollout` for a start from
     the reference inputs. The data (`UnicycleData`) comes from `unicycle_data`.
+    ``T`` must be a positive int and ``dt``, ``v_max``, ``w_max``, ``goal_weight``
+    positive (checked, naming the argument).
     """
+    _check_horizon(T, dt, v_max=v_max, w_max=w_max, goal_weight=goal_weight)
     n = 5 * T
     lb = np.concatenate([np.full(3 * T, -np.inf), np.tile([-v_max, -w_max], T)])
     ub = np.concatenate([np.full(3 * T, np.inf), np.tile([v_max, w_max], T)])
@@ -241,7 +255,13 @@ def unicycle(
 
 def unicycle_rollout(data: UnicycleData, inputs, dt: float = 0.1):
     """The decision vector of the trajectory that ``inputs`` ``(T, 2)`` drive from
-    ``data.start`` (dynamically feasible, obstacles ignored): a start for `unicycle`."""
+    ``data.start`` (dynamically feasible, obstacles ignored): a start for `unicycle`.
+    ``inputs`` must be real and shaped ``(T, 2)`` (checked)."""
+    inputs = jnp.asarray(inputs)
+    if inputs.ndim != 2 or inputs.shape[1] != 2 or inputs.shape[0] == 0:
+        raise ValueError(f"inputs must have shape (T, 2) (v, omega per step), got {inputs.shape}")
+    if not jnp.issubdtype(inputs.dtype, jnp.floating):
+        raise TypeError(f"inputs must be real floating point, got dtype {inputs.dtype}")
 
     def f(s, u):
         s = s + dt * jnp.array([u[0] * jnp.cos(s[2]), u[0] * jnp.sin(s[2]), u[1]])
@@ -255,7 +275,17 @@ def unicycle_data(
     key, T: int = 30, n_obstacles: int = 2, *, dtype=jnp.float64, v_ref: float = 1.0
 ) -> UnicycleData:
     """A random scenario: start near the origin heading +x, goal about ``T dt v_ref``
-    ahead, obstacles of radius 0.2-0.4 placed near the straight line between them."""
+    ahead, obstacles of radius 0.2-0.4 placed near the straight line between them.
+    ``key`` must be a `jax.random` key, ``T`` a positive int, ``n_obstacles`` a
+    non-negative int and ``dtype`` a real float (checked, naming the argument)."""
+    check_key("key", key)
+    _check_horizon(T, 0.1, v_ref=v_ref)
+    if isinstance(n_obstacles, bool) or not isinstance(n_obstacles, int | np.integer):
+        raise ValueError(f"n_obstacles must be a non-negative int, got {n_obstacles!r}")
+    if n_obstacles < 0:
+        raise ValueError(f"n_obstacles must be a non-negative int, got {n_obstacles!r}")
+    if not jnp.issubdtype(dtype, jnp.floating):
+        raise TypeError(f"dtype must be a real floating-point dtype, got {jnp.dtype(dtype)}")
     k1, k2, k3, k4 = jax.random.split(key, 4)
     dist = 0.1 * T * v_ref
     start = jnp.concatenate([0.1 * jax.random.normal(k1, (2,)), jnp.zeros(1)])
@@ -275,7 +305,9 @@ def safety_filter(
 ) -> NLP:
     """A predictive safety filter: the input sequence closest to ``data.u_ref`` (the
     first input weighted ``first_weight``, the one that is applied) whose trajectory
-    avoids every obstacle; same variables and constraints as `unicycle`."""
+    avoids every obstacle; same variables and constraints as `unicycle` (and its
+    checks; ``first_weight`` must be positive)."""
+    _check_horizon(T, dt, v_max=v_max, w_max=w_max, first_weight=first_weight)
     base = unicycle(T, dt, v_max=v_max, w_max=w_max)
     w = jnp.ones(T).at[0].set(first_weight)
 

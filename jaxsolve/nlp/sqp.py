@@ -70,10 +70,11 @@ from typing import Any, NamedTuple
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxsolve.core import Solution, Status, solve
 from jaxsolve.core.protocol import AbstractSolver, hyper
-from jaxsolve.core.validation import check_floating, check_not_half
+from jaxsolve.core.validation import check_floating, check_not_half, is_concrete
 from jaxsolve.qp import QP, WarmStart, single_qp_solver
 
 __all__ = ["SQP", "SQPState", "SQPInfo", "sqp", "minimize_sqp"]
@@ -140,6 +141,48 @@ class _Eval(NamedTuple):
     ji: jax.Array
 
 
+def _real_output(name: str, value, dtype):
+    """A user function's output as ``dtype``, refusing complex (and non-numeric) values."""
+    value = jnp.asarray(value)
+    if not (jnp.issubdtype(value.dtype, jnp.floating) or jnp.issubdtype(value.dtype, jnp.integer)):
+        raise TypeError(f"{name} must return real values, got dtype {value.dtype}")
+    return value.astype(dtype)
+
+
+def _check_bounds(lb, ub) -> None:
+    """lb/ub: real, NaN-free, lb <= ub (values checked when concrete)."""
+    for name, v in (("lb", lb), ("ub", ub)):
+        if v is None:
+            continue
+        dtype = jnp.result_type(v)
+        if not (jnp.issubdtype(dtype, jnp.floating) or jnp.issubdtype(dtype, jnp.integer)):
+            raise TypeError(f"{name} must be real, got dtype {dtype}")
+        if jnp.ndim(v) > 1:
+            raise ValueError(f"{name} must be a scalar or a vector (n,), got shape {jnp.shape(v)}")
+        if is_concrete(v) and np.any(np.isnan(np.asarray(v, np.float64))):
+            raise ValueError(f"{name} contains NaN")
+    if lb is not None and ub is not None and is_concrete((lb, ub)):
+        lo, up = np.asarray(lb, np.float64), np.asarray(ub, np.float64)
+        if lo.shape == up.shape or lo.ndim == 0 or up.ndim == 0:
+            if np.any(lo > up):
+                raise ValueError("lb must be <= ub (an empty box has no feasible point)")
+
+
+def _check_scalar(name, value, low, high=None, *, allow_none=False):
+    """A concrete hyperparameter in (low, high) (open), naming it; tracers pass."""
+    if value is None and allow_none:
+        return
+    if not is_concrete(value):
+        return
+    arr = np.asarray(value)
+    bad = (
+        arr.shape != () or not np.isfinite(arr) or arr <= low or (high is not None and arr >= high)
+    )
+    if bad:
+        where = f"in ({low}, {high})" if high is not None else f"> {low}"
+        raise ValueError(f"{name} must be a finite scalar {where}, got {value!r}")
+
+
 def _pos(v):
     return jnp.maximum(v, 0)
 
@@ -173,11 +216,19 @@ class SQP(AbstractSolver):
     def _values(self, x, args):
         """``(f, c_E, c_I)`` at ``x`` (empty vectors for absent constraints)."""
         dtype = x.dtype
-        f = jnp.asarray(self.fun(x, args), dtype)
+        f = _real_output("fun", self.fun(x, args), dtype)
         if f.shape != ():
             raise TypeError(f"fun must return a real scalar f(x, args), got shape {f.shape}")
-        ce = jnp.zeros((0,), dtype) if self.eq is None else jnp.asarray(self.eq(x, args), dtype)
-        ci = jnp.zeros((0,), dtype) if self.ineq is None else jnp.asarray(self.ineq(x, args), dtype)
+        ce = (
+            jnp.zeros((0,), dtype)
+            if self.eq is None
+            else _real_output("eq", self.eq(x, args), dtype)
+        )
+        ci = (
+            jnp.zeros((0,), dtype)
+            if self.ineq is None
+            else _real_output("ineq", self.ineq(x, args), dtype)
+        )
         return f, jnp.reshape(ce, (-1,)), jnp.reshape(ci, (-1,))
 
     def _evaluate(self, x, args) -> _Eval:
@@ -252,7 +303,13 @@ class SQP(AbstractSolver):
     def _model(self, x, e: _Eval, y, args):
         """The positive definite Hessian model at ``x`` for ``hessian != "bfgs"``."""
         if callable(self.hessian):
-            return jnp.asarray(self.hessian(x, y, args), x.dtype)
+            B = _real_output("hessian", self.hessian(x, y, args), x.dtype)
+            n = x.shape[0]
+            if B.shape != (n, n):
+                raise ValueError(
+                    f"hessian must return a ({n}, {n}) matrix B(x, y, args), got shape {B.shape}"
+                )
+            return B
         me, mi = e.ce.shape[0], e.ci.shape[0]
 
         def lag(z):
@@ -280,6 +337,8 @@ class SQP(AbstractSolver):
     def init(self, x0, args) -> SQPState:
         x0 = jnp.asarray(x0)
         check_floating("x0", x0)
+        if jnp.issubdtype(x0.dtype, jnp.complexfloating):
+            raise TypeError(f"x0 must be real, got dtype {x0.dtype}")
         check_not_half("x0", x0, "SQP's subproblems factorize with LAPACK, in float32 or float64")
         if x0.ndim != 1:
             raise ValueError(f"x0 must be a vector (n,), got shape {x0.shape}")
@@ -372,8 +431,16 @@ class SQP(AbstractSolver):
         D = jnp.where(D < 0, D, -curv)  # rounding can make D >= 0 on a tiny step
         eta, shrink = hyper(self.armijo, dtype), hyper(self.backtrack, dtype)
 
-        def merit(t):
+        bounds = self._bounds(x)
+
+        def advance(t):
+            # the subproblem meets lb - x <= d <= ub - x only to its tolerance: clip, so
+            # that every iterate keeps the bounds exactly (as documented)
             xt = x + t * d
+            return xt if bounds is None else jnp.clip(xt, *bounds)
+
+        def merit(t):
+            xt = advance(t)
             f, ce, ci = self._values(xt, args)
             return f + nu * self._violation(xt, ce, ci, ord_one=True)
 
@@ -394,7 +461,7 @@ class SQP(AbstractSolver):
         tiny = jnp.max(jnp.abs(d)) <= 10 * jnp.finfo(dtype).eps * (1 + jnp.max(jnp.abs(x)))
         failed = bad & ~tiny
         t = jnp.where(bad, 0, t)
-        x_new = x + t * d
+        x_new = advance(t)
         e = self._evaluate(x_new, args)
         y = y_qp
         if self.hessian == "bfgs":
@@ -486,7 +553,8 @@ def sqp(
         ineq: ``ineq(x, args) -> (m_I,)``, the inequalities ``ineq(x) <= 0`` (note the
             sign: SciPy's ``"ineq"`` constraints are ``>= 0``).
         lb: lower bounds on ``x`` (a scalar or ``(n,)``; ``-inf`` where absent), kept
-            exactly at every iterate (``x0`` is clipped into them).
+            exactly at every iterate (``x0`` is clipped into them). Checked: real,
+            no NaN, ``lb <= ub`` (values when concrete).
         ub: upper bounds on ``x``, likewise (``inf`` where absent).
         hessian: ``"bfgs"`` (damped BFGS), ``"exact"`` (the Lagrangian's Hessian made
             positive definite) or ``hessian(x, y, args) -> B`` (positive definite).
@@ -502,6 +570,11 @@ def sqp(
         penalty: the initial merit penalty $\nu$ (raised to $1.1 \|y\|_\infty$).
         max_linesearch: backtracking trials before ``BREAKDOWN``.
 
+    Concrete hyperparameters are checked (``armijo``, ``backtrack`` in (0, 1),
+    ``penalty > 0``, ``qp_tol >= 0``), and at trace time ``x0`` (a real float vector,
+    not 16-bit), the outputs of ``fun``/``eq``/``ineq`` (real; ``fun`` a scalar) and a
+    callable ``hessian``'s shape ``(n, n)``; errors name the argument.
+
     Returns:
         an `SQP` solver for `jaxsolve.solve`; ``x0`` is a vector, ``args`` whatever
         the functions take. State: `SQPState` (multipliers in ``state.y``).
@@ -516,10 +589,14 @@ def sqp(
     for name, v in (("qp_max_steps", qp_max_steps), ("max_linesearch", max_linesearch)):
         if not isinstance(v, int) or v < 1:
             raise ValueError(f"{name} must be a positive int, got {v!r}")
-    if isinstance(backtrack, float) and not 0 < backtrack < 1:
-        raise ValueError(f"backtrack must lie in (0, 1), got {backtrack}")
-    if isinstance(armijo, float) and not 0 < armijo < 1:
-        raise ValueError(f"armijo must lie in (0, 1), got {armijo}")
+    _check_scalar("backtrack", backtrack, 0, 1)
+    _check_scalar("armijo", armijo, 0, 1)
+    _check_scalar("penalty", penalty, 0)
+    if qp_tol is not None and is_concrete(qp_tol):
+        t = np.asarray(qp_tol)
+        if t.shape != () or not np.isfinite(t) or t < 0:
+            raise ValueError(f"qp_tol must be a finite non-negative scalar, got {qp_tol!r}")
+    _check_bounds(lb, ub)
     return SQP(
         fun=fun,
         qp_solver=single_qp_solver(1e-8 if qp_tol is None else qp_tol)
@@ -537,6 +614,22 @@ def sqp(
         qp_max_steps=qp_max_steps,
         max_linesearch=max_linesearch,
     )
+
+
+def _check_start(x0, lb, ub) -> None:
+    if not is_concrete((x0, lb, ub)) or not jnp.issubdtype(jnp.result_type(x0), jnp.floating):
+        return  # dtypes are named by SQP.init
+    x = np.asarray(x0, np.float64)
+    if np.any(np.isnan(x)):
+        raise ValueError("x0 contains NaN")
+    lo = -np.inf if lb is None else np.asarray(lb, np.float64)
+    up = np.inf if ub is None else np.asarray(ub, np.float64)
+    try:
+        clipped = np.clip(x, lo, up)
+    except ValueError:
+        return  # misshapen bounds: named by SQP.init
+    if not np.all(np.isfinite(clipped)):
+        raise ValueError("x0 must be finite (an infinite entry is allowed only against a bound)")
 
 
 def minimize_sqp(
@@ -557,7 +650,10 @@ def minimize_sqp(
 
     ``tol`` bounds the KKT residual (absolute; default by dtype: 1e-8 in float64,
     1e-4 in float32); ``options`` go to `sqp`. Returns a `jaxsolve.Solution`
-    (``sol.state.y`` the multipliers, rows ``[eq; ineq; bounds]``).
+    (``sol.state.y`` the multipliers, rows ``[eq; ineq; bounds]``). A concrete ``x0``
+    must be finite once clipped into ``[lb, ub]`` (an infinite entry against a finite
+    bound is allowed: it is clipped).
     """
     solver = sqp(fun, eq, ineq, lb=lb, ub=ub, **options)
+    _check_start(x0, lb, ub)
     return solve(solver, jnp.asarray(x0), args, tol=tol, max_steps=max_steps, throw=throw)
