@@ -17,12 +17,50 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+
+from jaxsolve.core.validation import check_key, is_concrete
 
 __all__ = ["item_vectors", "kmeans_anchors", "random_anchors", "fill_duplicates"]
 
 
+def _check_Y(Y) -> None:
+    """Y: a real (models, items) matrix (shape and dtype; its values when concrete)."""
+    if jnp.ndim(Y) != 2 or 0 in jnp.shape(Y):
+        raise ValueError(f"Y must be a non-empty (models, items) matrix, got shape {jnp.shape(Y)}")
+    if not jnp.issubdtype(jnp.result_type(Y), jnp.floating):
+        raise TypeError(f"Y must be a real floating-point matrix, got dtype {jnp.result_type(Y)}")
+    if is_concrete(Y) and not np.all(np.isfinite(np.asarray(Y, np.float64))):
+        raise ValueError("Y contains NaN or inf (fill missing answers first)")
+
+
+def _static_count(name, v, low=1):
+    if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < low:
+        kind = "positive" if low == 1 else "non-negative"
+        raise ValueError(f"{name} must be a {kind} int, got {v!r}")
+    return int(v)
+
+
+def _check_k(k, n_items: int, k_max) -> int:
+    """k in [1, n_items] (when concrete; it may be traced), k_max in [k, n_items]."""
+    if is_concrete(k):
+        kv = np.asarray(k)
+        if kv.ndim or not np.issubdtype(kv.dtype, np.integer) or not 1 <= int(kv) <= n_items:
+            raise ValueError(f"k must be an int in [1, {n_items}] (the items), got {k!r}")
+    if k_max is None:
+        if not is_concrete(k):
+            raise ValueError("k_max must be given when k is traced")
+        k_max = int(k)
+    k_max = _static_count("k_max", k_max)
+    if k_max > n_items or (is_concrete(k) and k_max < int(np.asarray(k))):
+        raise ValueError(f"k_max must lie in [k, {n_items}], got {k_max}")
+    return k_max
+
+
 def item_vectors(Y):
-    """Columns of ``2 Y - 1``, unit-normalized: ``(n_items, n_models)``."""
+    """Columns of ``2 Y - 1``, unit-normalized: ``(n_items, n_models)``; ``Y`` a real
+    (models, items) matrix (checked)."""
+    _check_Y(Y)
     V = (2 * Y - 1).T
     n = jnp.linalg.norm(V, axis=1, keepdims=True)
     return V / jnp.where(n > 0, n, 1)
@@ -71,8 +109,13 @@ def kmeans_anchors(Y, k, key, *, k_max: int | None = None, iters: int = 50):
 
     Returns ``(anchors, weights)``: ``(k_max,)`` item indices (the first ``k`` active)
     and each anchor's cluster share of the items (sums to 1 over the active slots).
+    Checked, naming the argument: ``Y`` a finite real matrix, ``1 <= k <= k_max <=``
+    the items, ``key`` a ``jax.random`` key, ``iters >= 0``.
     """
-    k_max = int(k if k_max is None else k_max)
+    _check_Y(Y)
+    k_max = _check_k(k, Y.shape[1], k_max)
+    check_key("key", key)
+    iters = _static_count("iters", iters, low=0)
     return _kmeans_anchors(Y, k, key, k_max=k_max, iters=int(iters))
 
 
@@ -104,6 +147,9 @@ def _kmeans_anchors(Y, k, key, *, k_max, iters):
 
 
 def random_anchors(n_items: int, k, key, *, k_max: int | None = None):
-    """``k`` distinct items uniformly at random (padded to ``k_max``)."""
-    k_max = int(k if k_max is None else k_max)
+    """``k`` distinct items uniformly at random (padded to ``k_max``); checked:
+    ``1 <= k <= k_max <= n_items``, ``key`` a ``jax.random`` key."""
+    n_items = _static_count("n_items", n_items)
+    k_max = _check_k(k, n_items, k_max)
+    check_key("key", key)
     return jax.random.permutation(key, n_items)[:k_max]

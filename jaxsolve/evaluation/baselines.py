@@ -28,11 +28,34 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
+from jaxsolve.core.validation import check_key
 from jaxsolve.evaluation.anchors import kmeans_anchors, random_anchors
+from jaxsolve.evaluation.benchmarks import check_matrix
 
 __all__ = ["Baseline", "random_mean", "anchor_points", "linear_weights", "irt"]
+
+
+def _check(Y, K, key, **counts):
+    """Y a finite (models, items) matrix in [0, 1], 1 <= K < n_items, key a key, counts >= 1."""
+    Y = check_matrix(Y)
+    if not jnp.issubdtype(Y.dtype, jnp.floating) or Y.dtype.itemsize < 4:
+        Y = Y.astype(jnp.float32)
+    n_items = Y.shape[1]
+    if isinstance(K, bool) or not isinstance(K, int | np.integer) or not 1 <= K < n_items:
+        raise ValueError(f"K must be an int in [1, {n_items}) (fewer than the items), got {K!r}")
+    check_key("key", key)
+    for name, v in counts.items():
+        if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    return Y
+
+
+def _check_lr(lr) -> None:
+    if not (isinstance(lr, int | float | np.number) and np.isfinite(lr) and lr > 0):
+        raise ValueError(f"lr must be a positive finite number, got {lr!r}")
 
 
 class Baseline(NamedTuple):
@@ -43,13 +66,20 @@ class Baseline(NamedTuple):
 
 
 def random_mean(Y, K: int, key) -> Baseline:
-    """``K`` random anchors; the estimate is the mean answer on them."""
+    """``K`` random anchors; the estimate is the mean answer on them.
+
+    Every baseline checks, naming the argument: ``Y`` a finite matrix in ``[0, 1]``
+    (`check_matrix`), ``1 <= K <`` the items, ``key`` a ``jax.random`` key, positive
+    step counts and learning rates.
+    """
+    Y = _check(Y, K, key)
     anchors = random_anchors(Y.shape[1], K, key)
     return Baseline(anchors, lambda X: jnp.mean(X, axis=1))
 
 
 def anchor_points(Y, K: int, key) -> Baseline:
     """K-means anchors, each weighted by its cluster's share of the items."""
+    Y = _check(Y, K, key)
     anchors, w = kmeans_anchors(Y, K, key)
     return Baseline(anchors, lambda X: X @ w)
 
@@ -68,6 +98,8 @@ def _adam(loss, params, steps: int, lr):
 
 def linear_weights(Y, K: int, key, *, steps: int = 2000, lr: float = 1e-2) -> Baseline:
     """K-means anchors with weights and offset fitted by Adam on the training MSE."""
+    Y = _check(Y, K, key, steps=steps)
+    _check_lr(lr)
     anchors, w0 = kmeans_anchors(Y, K, key)
     X, y = Y[:, anchors], Y.mean(axis=1)
     loss = lambda p: jnp.mean((X @ p[0] + p[1] - y) ** 2)  # noqa: E731
@@ -84,6 +116,8 @@ def irt(
     Y, K: int, key, *, dim: int = 2, steps: int = 2000, lr: float = 0.05, theta_steps: int = 200
 ) -> Baseline:
     """2PL IRT (``dim`` latent dimensions) fitted by MAP; p-IRT estimates from K-means anchors."""
+    Y = _check(Y, K, key, dim=dim, steps=steps, theta_steps=theta_steps)
+    _check_lr(lr)
     n_models, n_items = Y.shape
     ka, kt, kl = jax.random.split(key, 3)
     anchors, _ = kmeans_anchors(Y, K, ka)

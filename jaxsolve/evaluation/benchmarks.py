@@ -33,6 +33,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxsolve.core.validation import check_key
+
 __all__ = ["Benchmark", "synthetic_benchmark", "load_matrix", "check_matrix", "split_models"]
 
 
@@ -79,7 +81,16 @@ def synthetic_benchmark(
         a_scale: log-normal scale of the discriminations.
         b_scale: standard deviation of the difficulties.
         dtype: floating dtype of ``Y``.
+
+    Checked, naming the argument: ``key``, the positive counts, finite non-negative
+    scales and a floating ``dtype``.
     """
+    check_key("key", key)
+    if not jnp.issubdtype(dtype, jnp.floating):
+        raise TypeError(f"dtype must be a floating-point dtype, got {jnp.dtype(dtype)}")
+    for name, v in (("family_spread", family_spread), ("a_scale", a_scale), ("b_scale", b_scale)):
+        if not (isinstance(v, int | float | np.number) and np.isfinite(v) and v >= 0):
+            raise ValueError(f"{name} must be a finite non-negative number, got {v!r}")
     for name, v in (("n_models", n_models), ("n_items", n_items), ("dim", dim)):
         if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
             raise ValueError(f"{name} must be a positive int, got {v!r}")
@@ -149,7 +160,12 @@ def load_matrix(path: str | pathlib.Path) -> jax.Array:
 
 
 def split_models(key: jax.Array, n_models: int, n_test: int, n_val: int):
-    """A seeded split of model indices into ``(train, val, test)`` (numpy int arrays)."""
+    """A seeded split of model indices into ``(train, val, test)`` (numpy int arrays);
+    ``key`` a ``jax.random`` key and the counts ints (checked)."""
+    check_key("key", key)
+    for name, v in (("n_models", n_models), ("n_test", n_test), ("n_val", n_val)):
+        if isinstance(v, bool) or not isinstance(v, int | np.integer):
+            raise ValueError(f"{name} must be an int, got {v!r}")
     n_train = n_models - n_test - n_val
     if n_test < 1 or n_val < 1 or n_train < 2:
         raise ValueError(

@@ -46,7 +46,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsolve.core.validation import check_key
+from jaxsolve.core.validation import check_key, is_concrete
 from jaxsolve.evaluation.anchors import kmeans_anchors, random_anchors
 from jaxsolve.evaluation.benchmarks import check_matrix, split_models
 from jaxsolve.evaluation.metrics import coverage, kendall_tau, mae
@@ -128,8 +128,24 @@ def importance_scores(params, X, y, Y, anchors, active, dropout: float = 0.1):
     Returns ``(ais, cis)``: ``ais[a]`` $= \frac1M\\sum_m |\\partial L/\\partial X_{ma}|$
     (``+inf`` in inactive slots, so never removed) and ``cis[j]``
     $= |\\sum_m (Y_{mj} - \frac12)(f(X_m) - y_m)|$ (``-1`` for current anchors, so
-    never re-added), with $L$ the (dropout-free) training MSE.
+    never re-added), with $L$ the (dropout-free) training MSE. The shapes are
+    checked (``X`` ``(M, k_max)``, ``y`` ``(M,)``, ``Y`` ``(M, N)``, ``anchors`` and
+    ``active`` ``(k_max,)``), naming the argument.
     """
+    X, y, Y = jnp.asarray(X), jnp.asarray(y), jnp.asarray(Y)
+    anchors, active = jnp.asarray(anchors), jnp.asarray(active)
+    if X.ndim != 2 or Y.ndim != 2 or X.shape[0] != Y.shape[0]:
+        raise ValueError(
+            f"X (models, anchors) and Y (models, items) must be matrices over the same "
+            f"models, got {X.shape} and {Y.shape}"
+        )
+    if y.shape != (X.shape[0],):
+        raise ValueError(f"y must have shape ({X.shape[0]},) (one per model), got {y.shape}")
+    for name, v in (("anchors", anchors), ("active", active)):
+        if v.shape != (X.shape[1],):
+            raise ValueError(
+                f"{name} must have shape ({X.shape[1]},) like X's columns, got {v.shape}"
+            )
     ais = jnp.mean(jnp.abs(jax.grad(mse, argnums=1)(params, X, y, None, dropout)), axis=0)
     ais = jnp.where(active > 0, ais, jnp.inf)
     resid = apply_mlp(params, X) - y
@@ -254,6 +270,11 @@ def _config(rounds, epochs, final_epochs, check_every, patience, hidden, dropout
             raise ValueError(
                 f"{name} must be a {'non-negative' if name == 'rounds' else 'positive'} int, got {v!r}"
             )
+    if isinstance(hidden, str | bytes) or not all(
+        isinstance(h, int | np.integer) and not isinstance(h, bool) and h >= 1
+        for h in np.atleast_1d(np.asarray(hidden, dtype=object))
+    ):
+        raise ValueError(f"hidden must be a sequence of positive int widths, got {hidden!r}")
     if init not in _INITS:
         raise ValueError(f"init must be one of {_INITS}, got {init!r}")
     if not 0 <= dropout < 1:
@@ -271,6 +292,40 @@ def _config(rounds, epochs, final_epochs, check_every, patience, hidden, dropout
         init,
         float(alpha),
     )
+
+
+def _check_lr(lr) -> None:
+    if not is_concrete(lr):
+        return
+    v = np.asarray(lr)
+    if v.shape != () or not np.isfinite(v) or v <= 0:
+        raise ValueError(f"lr must be a positive finite number, got {lr!r}")
+
+
+def _check_split(split, n_models: int) -> tuple:
+    """An explicit (train, val, test): disjoint integer indices in [0, n_models)."""
+    if not isinstance(split, tuple | list) or len(split) != 3:
+        raise ValueError("split must be (train, val, test) index arrays, train of 2 or more")
+    parts = []
+    for name, part in zip(("train", "val", "test"), split, strict=True):
+        a = np.asarray(part)
+        if a.ndim != 1 or a.size == 0 or not np.issubdtype(a.dtype, np.integer):
+            raise ValueError(
+                f"split's {name} indices must be a non-empty vector of ints, got {a.dtype} "
+                f"of shape {a.shape}"
+            )
+        if a.min() < 0 or a.max() >= n_models:
+            raise ValueError(
+                f"split's {name} indices must lie in [0, {n_models}) (the models of Y), "
+                f"got [{a.min()}, {a.max()}]"
+            )
+        parts.append(a.astype(np.int64))
+    if len(parts[0]) < 2:
+        raise ValueError("split must be (train, val, test) index arrays, train of 2 or more")
+    allidx = np.concatenate(parts)
+    if np.unique(allidx).size != allidx.size:
+        raise ValueError("split's train, val and test indices must be distinct (no overlap)")
+    return tuple(parts)
 
 
 def _prepare(Y, Ks, n_test, n_val, split_key):
@@ -323,20 +378,24 @@ def sparse_eval(
         alpha: miscoverage of the intervals (0.1 gives 90% intervals).
         split_key: key of the train/validation/test split (default: derived from ``key``).
         split: an explicit ``(train, val, test)`` triple of model indices instead (for
-            transfer tests: test models from a family no training model is from).
+            transfer tests: test models from a family no training model is from);
+            disjoint ints in ``[0, n_models)``, train of 2 or more.
 
-    Defaults are the reference code's. Returns a `SparseEvalResult`.
+    Defaults are the reference code's. Every argument is checked before compiling
+    (``Y`` by `check_matrix`, keys, ``K``, ``lr > 0``, the counts, ``hidden``'s
+    widths, ``split``); errors name the argument. Returns a `SparseEvalResult`.
     """
     cfg = _config(rounds, epochs, final_epochs, check_every, patience, hidden, dropout, init, alpha)
     check_key("key", key)
+    _check_lr(lr)
+    if split_key is not None:
+        check_key("split_key", split_key)
     split_key = jax.random.fold_in(key, 0) if split_key is None else split_key
     if split is None:
         Y, y, split = _prepare(Y, (K,), n_test, n_val, split_key)
     else:
-        split = tuple(np.asarray(s, np.int64) for s in split)
-        if len(split) != 3 or min(len(s) for s in split) < 1 or len(split[0]) < 2:
-            raise ValueError("split must be (train, val, test) index arrays, train of 2 or more")
         Y, y, _ = _prepare(Y, (K,), 1, 1, split_key)
+        split = _check_split(split, Y.shape[0])
     tr, va, te = (jnp.asarray(s) for s in split)
     anchors, params, scale, diag = _pipeline_jit(
         Y, y, tr, va, te, jnp.int32(K), key, jnp.asarray(lr, Y.dtype), k_max=int(K), cfg=cfg
@@ -353,12 +412,22 @@ def sparse_eval_sweep(Y, Ks, keys, *, split_key=None, **options) -> SparseEvalRe
     ``-1``. Lane ``i`` equals ``sparse_eval(Y, Ks[i], keys[i], split_key=split_key)``
     up to rounding. Returns a stacked `SparseEvalResult`.
     """
-    Ks = [int(k) for k in Ks]
+    Ks = list(Ks)
+    keys = list(keys)
     if len(Ks) == 0 or len(Ks) != len(keys):
         raise ValueError(
             f"Ks and keys must be non-empty and of equal length ({len(Ks)}, {len(keys)})"
         )
+    for i, k in enumerate(keys):
+        check_key(f"keys[{i}]", k)
+    for K in Ks:
+        if isinstance(K, bool) or not isinstance(K, int | np.integer) or K < 1:
+            raise ValueError(f"K must be a positive int, got {K!r}")
+    Ks = [int(k) for k in Ks]
+    if split_key is not None:
+        check_key("split_key", split_key)
     lr = options.pop("lr", 5e-4)
+    _check_lr(lr)
     n_test, n_val = options.pop("n_test", 200), options.pop("n_val", 200)
     defaults = dict(
         rounds=10,
@@ -395,6 +464,8 @@ def estimate(result: SparseEvalResult, answers) -> Estimate:
     ``answers``: ``(n_models, K)`` answers on the anchors (in ``result.anchors``
     order) or ``(n_models, n_items)`` full rows (the anchor columns are taken).
     """
+    if not isinstance(result, SparseEvalResult):
+        raise TypeError(f"result must be a SparseEvalResult, got {type(result).__name__}")
     anchors = np.asarray(result.anchors)
     if anchors.ndim != 1:
         raise ValueError("estimate takes one result (index a sweep's lanes first)")

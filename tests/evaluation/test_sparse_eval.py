@@ -173,32 +173,9 @@ def test_baselines_run_on_the_same_split(bench):
     assert max(maes.values()) < 0.12
 
 
-def test_bad_inputs_name_the_argument(tmp_path):
-    Y = np.asarray(ev.synthetic_benchmark(jax.random.key(0), 500, 40, 3).Y)
-    with pytest.raises(ValueError, match="NaN"):
-        ev.sparse_eval(np.where(Y > 0.5, np.nan, Y), 5, jax.random.key(0))
-    with pytest.raises(ValueError, match=r"\[0, 1\]"):
-        ev.sparse_eval(Y * 2, 5, jax.random.key(0))
-    with pytest.raises(ValueError, match="fewer than the 40 items"):
-        ev.sparse_eval(Y, 40, jax.random.key(0))
-    with pytest.raises(ValueError, match="split"):
-        ev.sparse_eval(Y[:300], 5, jax.random.key(0))
-    with pytest.raises(ValueError, match="init"):
-        ev.sparse_eval(Y, 5, jax.random.key(0), init="spectral")
-    with pytest.raises(ValueError, match="matrix"):
-        ev.check_matrix(Y[0])
-    # soft scores are allowed; files load
+def test_soft_scores_are_kept_and_files_load(tmp_path):
+    Y = np.asarray(ev.synthetic_benchmark(jax.random.key(0), 50, 40, 3).Y)
     np.save(tmp_path / "y.npy", Y * 0.5)
     np.testing.assert_allclose(np.asarray(ev.load_matrix(tmp_path / "y.npy")), Y * 0.5)
     np.savetxt(tmp_path / "y.csv", Y[:5], delimiter=",")
     np.testing.assert_allclose(np.asarray(ev.load_matrix(tmp_path / "y.csv")), Y[:5])
-
-
-def test_metric_and_key_errors_are_named():
-    with pytest.raises(ValueError, match="x and y must be score vectors of one length"):
-        ev.kendall_tau(np.ones(5), np.ones(4))
-    Y = (np.random.default_rng(0).uniform(size=(60, 50)) < 0.6).astype(float)
-    with pytest.raises(TypeError, match="key must be a jax.random key"):
-        ev.sparse_eval(Y, 5, None, n_test=10, n_val=10)
-    with pytest.raises(ValueError, match="n_test = 100"):
-        ev.sparse_eval(Y, 5, jax.random.key(0), n_test=100)
