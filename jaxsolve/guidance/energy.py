@@ -20,15 +20,19 @@ MATCHERS = ("nearest", "reverse", "identity")
 
 
 def _normalize(f: jax.Array) -> jax.Array:
-    # x / ||x|| with a floor, so a zero feature vector has a finite (zero) gradient
+    # x / ||x||, and 0 (with a zero gradient) below a floor: a zero feature vector has
+    # no direction (x * rsqrt(max(|x|^2, tiny)) gave it a gradient of 1/sqrt(tiny), 1e12)
     sq = jnp.sum(f * f, axis=-1, keepdims=True)
     tiny = jnp.asarray(1e-24 if f.dtype == jnp.float64 else 1e-20, f.dtype)
-    return f * jax.lax.rsqrt(jnp.maximum(sq, tiny))
+    ok = sq > tiny
+    return jnp.where(ok, f * jax.lax.rsqrt(jnp.where(ok, sq, 1)), 0)
 
 
 def _as_points(name: str, f) -> jax.Array:
     arr = jnp.asarray(f)
     check_floating(name, arr)
+    if jnp.issubdtype(arr.dtype, jnp.complexfloating):
+        raise TypeError(f"{name} must be real, got dtype {arr.dtype}")
     if arr.ndim < 2:
         raise ValueError(
             f"{name} must have shape (n_points, channels) (or (..., channels), flattened), "
@@ -39,20 +43,30 @@ def _as_points(name: str, f) -> jax.Array:
     return arr.reshape(-1, arr.shape[-1])
 
 
+def _check_finite(name: str, f) -> None:
+    """NaN or inf in a concrete feature set (tracers pass: inside grad/jit, a NaN energy)."""
+    if is_concrete(f) and not np.all(np.isfinite(np.asarray(f, np.float64))):
+        raise ValueError(f"{name} contains NaN or inf")
+
+
 def _as_mask(name: str, mask, feature_name: str, features_shape: tuple, n: int, dtype):
     if mask is None:
         return jnp.ones((n,), dtype)
     m = jnp.asarray(mask)
+    if not (jnp.issubdtype(m.dtype, jnp.floating) or jnp.issubdtype(m.dtype, jnp.integer)):
+        if m.dtype != jnp.bool_:
+            raise TypeError(f"{name} must hold real weights (or booleans), got dtype {m.dtype}")
     lead = tuple(features_shape[:-1])
     if tuple(m.shape) not in (lead, (n,)):
+        also = "" if lead == (n,) else f" (or ({n},))"
         raise ValueError(
-            f"{name} must have the leading shape of {feature_name}, {lead} (or ({n},)), "
+            f"{name} must have the leading shape of {feature_name}, {lead}{also}, "
             f"got shape {tuple(m.shape)}"
         )
     m = m.reshape(n).astype(dtype)
     if is_concrete(m):
-        v = np.asarray(m)
-        if np.any(np.isnan(v)) or np.any(v < 0):
+        v = np.asarray(m, np.float64)
+        if not np.all(np.isfinite(v)) or np.any(v < 0):
             raise ValueError(f"{name} must hold non-negative weights (or booleans)")
         if not np.any(v > 0):
             raise ValueError(f"{name} is empty (no point has a positive weight)")
@@ -65,11 +79,16 @@ def cosine_similarity(features_gen, features_ref) -> jax.Array:
     Args:
         features_gen (jax.Array): generated features, shape ``(n_gen, channels)``.
         features_ref (jax.Array): reference features, shape ``(n_ref, channels)``.
+            Both real floating point with the same channels (checked; leading axes
+            are flattened).
 
     Returns:
         jax.Array: the matrix $C_{ij} = \\langle f_i, r_j \\rangle / (\\|f_i\\| \\|r_j\\|)$.
     """
-    return _normalize(features_gen) @ _normalize(features_ref).T
+    fg = _as_points("features_gen", features_gen)
+    fr = _as_points("features_ref", features_ref)
+    _check_channels(fg, fr)
+    return _normalize(fg) @ _normalize(fr).T
 
 
 def nearest_match(features_gen, features_ref, *, mask_ref=None) -> jax.Array:
@@ -91,6 +110,8 @@ def nearest_match(features_gen, features_ref, *, mask_ref=None) -> jax.Array:
     fg = _as_points("features_gen", features_gen)
     fr = _as_points("features_ref", features_ref)
     _check_channels(fg, fr)
+    _check_finite("features_gen", fg)
+    _check_finite("features_ref", fr)
     mr = _as_mask(
         "mask_ref", mask_ref, "features_ref", jnp.shape(features_ref), fr.shape[0], fr.dtype
     )
@@ -106,7 +127,7 @@ def _check_channels(fg, fr):
 
 
 def _match(fg, fr, mr):
-    sim = cosine_similarity(jax.lax.stop_gradient(fg), fr)
+    sim = _normalize(jax.lax.stop_gradient(fg)) @ _normalize(fr).T
     sim = jnp.where(mr[None, :] > 0, sim, -jnp.inf)
     return jnp.argmax(sim, axis=1).astype(jnp.int32)
 
@@ -147,7 +168,8 @@ def feature_energy(
         features_gen (jax.Array): generated features, shape ``(n_gen, channels)`` (or
             ``(..., channels)``, flattened over the leading axes).
         features_ref (jax.Array): reference features, shape ``(n_ref, channels)`` (or
-            ``(..., channels)``); must not contain NaN.
+            ``(..., channels)``); no NaN or inf (checked when concrete, as for
+            ``features_gen``).
         mask_gen (jax.Array | None): weights of the generated points (booleans or
             non-negative), shape ``(n_gen,)`` or the leading shape of ``features_gen``.
         mask_ref (jax.Array | None): reference points that may be matched, shape
@@ -162,16 +184,17 @@ def feature_energy(
         jax.Array: the energy, a real scalar.
 
     Raises:
-        ValueError: shapes that do not match, an empty mask, NaN in the reference, an
-            unknown ``kind`` or ``matcher``, a non-positive ``p`` or ``alpha``.
-        TypeError: integer features.
+        ValueError: shapes that do not match, an empty mask, a negative or non-finite
+            mask weight, NaN or inf in concrete features, an unknown ``kind`` or
+            ``matcher``, a ``p`` or ``alpha`` that is not a positive finite scalar.
+        TypeError: integer or complex features, a complex mask.
     """
     check_options(matcher=matcher, kind=kind, p=p, alpha=alpha)
     fg = _as_points("features_gen", features_gen)
     fr = _as_points("features_ref", features_ref)
     _check_channels(fg, fr)
-    if is_concrete(fr) and np.any(np.isnan(np.asarray(fr))):
-        raise ValueError("features_ref contains NaN")
+    _check_finite("features_ref", fr)
+    _check_finite("features_gen", fg)
     dtype = jnp.result_type(fg, fr)
     fg, fr = fg.astype(dtype), jax.lax.stop_gradient(fr.astype(dtype))
     n, m = fg.shape[0], fr.shape[0]
@@ -201,11 +224,16 @@ def feature_energy(
 
 
 def check_options(*, matcher, kind, p, alpha) -> None:
-    """Raise ValueError on an unknown ``matcher``/``kind`` or a nonpositive ``p``/``alpha``."""
+    """Raise ValueError on an unknown ``matcher``/``kind`` or a ``p``/``alpha`` that is not a
+    positive finite scalar."""
     if matcher not in MATCHERS:
         raise ValueError(f"matcher must be one of {MATCHERS}, got {matcher!r}")
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
     for name, value in (("p", p), ("alpha", alpha)):
-        if is_concrete(value) and not np.all(np.asarray(value) > 0):
-            raise ValueError(f"{name} must be positive, got {value}")
+        if jnp.ndim(value) != 0:
+            raise ValueError(f"{name} must be a scalar, got shape {jnp.shape(value)}")
+        if is_concrete(value):
+            v = np.asarray(value)
+            if not (np.isrealobj(v) and np.isfinite(v) and v > 0):
+                raise ValueError(f"{name} must be positive and finite, got {value}")

@@ -10,7 +10,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsolve.core.validation import check_floating, is_concrete
-from jaxsolve.guidance.energy import check_options, feature_energy
+from jaxsolve.guidance.energy import (
+    _as_mask,
+    _as_points,
+    _check_finite,
+    check_options,
+    feature_energy,
+)
 
 __all__ = ["guided_step", "guidance_energy"]
 
@@ -38,24 +44,77 @@ def guidance_energy(
 
     Returns:
         jax.Array: a real scalar.
+
+    Raises:
+        TypeError: a non-callable ``feature_fn``, a non-float ``z``.
+        ValueError: a ``pivot`` not shaped like ``z``, a negative ``lam``, and what
+            `feature_energy` raises.
     """
+    if not callable(feature_fn):
+        raise TypeError(f"feature_fn must be callable, got {type(feature_fn).__name__}")
+    _check_latent("z", z)
+    _check_lam(lam)
     e = feature_energy(feature_fn(z), reference, **energy_options)
     if pivot is not None:
+        if jnp.shape(pivot) != jnp.shape(z):
+            raise ValueError(
+                f"pivot must have the shape of z, {jnp.shape(z)}, got {jnp.shape(pivot)}"
+            )
         d = z - pivot
         e = e + 0.5 * jnp.asarray(lam, e.dtype) * jnp.sum(d * d)
     return e
+
+
+def _check_latent(name, z) -> None:
+    """A latent (or pivot): a real floating-point array (dtype only: fine when traced)."""
+    dtype = jnp.result_type(z)
+    if not jnp.issubdtype(dtype, jnp.floating):
+        raise TypeError(f"{name} must be a real floating-point array, got dtype {dtype}")
+
+
+def _check_lam(lam) -> None:
+    if is_concrete(lam):
+        v = np.asarray(lam)
+        if v.shape != () or not (np.isrealobj(v) and np.isfinite(v) and v >= 0):
+            raise ValueError(f"lam must be a non-negative finite scalar, got {lam}")
+
+
+def check_weights(name, mask) -> None:
+    """Latent-space weights: real (or boolean), finite, non-negative (values when concrete)."""
+    if mask is None:
+        return
+    dtype = jnp.result_type(mask)
+    if not (jnp.issubdtype(dtype, jnp.floating) or jnp.issubdtype(dtype, jnp.integer)):
+        if dtype != jnp.bool_:
+            raise TypeError(f"{name} must hold real weights (or booleans), got dtype {dtype}")
+    if is_concrete(mask):
+        mv = np.asarray(mask, np.float64)
+        if not np.all(np.isfinite(mv)) or np.any(mv < 0):
+            raise ValueError(f"{name} must hold non-negative finite weights (or booleans)")
 
 
 def _check_common(feature_fn, reference, pivot, lam, energy_options):
     if not callable(feature_fn):
         raise TypeError(f"feature_fn must be callable, got {type(feature_fn).__name__}")
     check_floating("reference", reference)
-    if is_concrete(reference) and np.any(np.isnan(np.asarray(reference))):
-        raise ValueError("reference contains NaN")
-    if is_concrete(lam) and not np.all(np.asarray(lam) >= 0):
-        raise ValueError(f"lam must be non-negative, got {lam}")
+    ref = _as_points("reference", reference)  # real, (n_ref, channels), non-empty
+    _check_finite("reference", ref)
+    _check_lam(lam)
     if pivot is not None:
         check_floating("pivot", pivot)
+        _check_latent("pivot", pivot)
+        _check_finite("pivot", pivot)
+    if energy_options.get("mask_ref") is not None:
+        _as_mask(
+            "mask_ref",
+            energy_options["mask_ref"],
+            "reference",
+            jnp.shape(reference),
+            ref.shape[0],
+            ref.dtype,
+        )
+    if energy_options.get("mask_gen") is not None:
+        check_weights("mask_gen", energy_options["mask_gen"])
     unknown = set(energy_options) - {"kind", "matcher", "p", "alpha", "mask_gen", "mask_ref"}
     if unknown:
         raise TypeError(f"unknown energy option(s) {sorted(unknown)} (see feature_energy)")
@@ -120,23 +179,26 @@ def guided_step(
 
     Raises:
         TypeError: a non-callable ``step_fn``/``feature_fn``, an unknown energy option,
-            integer ``reference``.
-        ValueError: negative ``scale`` or ``lam``, NaN ``scale``/``t_threshold``/
-            ``reference``, a bad energy option.
+            integer or complex ``reference``/``pivot``/``mask``; at call time a non-float
+            ``z``.
+        ValueError: negative or non-finite ``scale`` or ``lam``, NaN ``t_threshold``,
+            NaN/inf in ``reference`` or ``pivot``, a ``reference`` that is not
+            ``(n_ref, channels)``, a bad energy option or ``mask_ref``; at call time a
+            ``mask`` that does not broadcast to ``z``, a ``step_fn`` output not shaped
+            like ``z``.
     """
     if not callable(step_fn):
         raise TypeError(f"step_fn must be callable, got {type(step_fn).__name__}")
     _check_common(feature_fn, reference, pivot, lam, energy_options)
     if not isinstance(feature_time, bool):
         raise TypeError(f"feature_time must be a bool, got {type(feature_time).__name__}")
-    if is_concrete(scale) and not np.all(np.asarray(scale) >= 0):
-        raise ValueError(f"scale must be non-negative, got {scale}")
+    if is_concrete(scale):
+        sv = np.asarray(scale)
+        if not (np.isrealobj(sv) and np.all(np.isfinite(sv)) and np.all(sv >= 0)):
+            raise ValueError(f"scale must be non-negative and finite, got {scale}")
     if is_concrete(t_threshold) and np.any(np.isnan(np.asarray(t_threshold))):
         raise ValueError("t_threshold is NaN")
-    if mask is not None and is_concrete(mask):
-        mv = np.asarray(mask)
-        if np.any(np.isnan(mv)) or np.any(mv < 0):
-            raise ValueError("mask must hold non-negative weights (or booleans)")
+    check_weights("mask", mask)
     reference = jnp.asarray(reference)
 
     def guided(z, t, *extra):
@@ -145,10 +207,20 @@ def guided_step(
         def energy(z):
             return guidance_energy(z, phi, reference, pivot=pivot, lam=lam, **energy_options)
 
+        _check_latent("z", z)
         z_next = step_fn(z, t, *extra)
         dt = jnp.result_type(z_next)
-        if mask is not None and np.ndim(mask) > np.ndim(z_next):
-            raise ValueError(f"mask (shape {np.shape(mask)}) must broadcast to z {z.shape}")
+        if jnp.shape(z_next) != jnp.shape(z):
+            raise ValueError(
+                f"step_fn must return z_next of z's shape {jnp.shape(z)}, got {jnp.shape(z_next)}"
+            )
+        if mask is not None:
+            try:
+                fits = np.broadcast_shapes(np.shape(mask), z.shape) == z.shape
+            except ValueError:
+                fits = False
+            if not fits:
+                raise ValueError(f"mask (shape {np.shape(mask)}) must broadcast to z {z.shape}")
 
         def push(z):
             g = jax.grad(energy)(z)

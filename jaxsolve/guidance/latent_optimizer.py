@@ -13,7 +13,7 @@ import numpy as np
 import jaxsolve
 from jaxsolve.core.validation import is_concrete
 from jaxsolve.guidance.energy import check_options
-from jaxsolve.guidance.guided_step import guidance_energy
+from jaxsolve.guidance.guided_step import _check_latent, check_weights, guidance_energy
 
 __all__ = ["LatentOptimizer", "latent_optimizer", "State"]
 
@@ -81,6 +81,12 @@ class LatentOptimizer(jaxsolve.AbstractSolver):
         return g if self.mask is None else jaxsolve.hyper(self.mask, z) * g
 
     def init(self, x0, args):
+        if not (isinstance(args, tuple | list) and len(args) == 2):
+            raise TypeError(
+                "args must be the pair (reference, pivot) (pivot may be None), got "
+                + ("an array" if hasattr(args, "shape") else type(args).__name__)
+            )
+        _check_latent("x0", x0)
         g = self._grad(x0, args)
         return State(x0, jnp.int32(0), jnp.linalg.norm(g.ravel()), jnp.int32(0))
 
@@ -118,7 +124,7 @@ def latent_optimizer(
         stepsize (float): $\eta > 0$.
         lam (float): the pivot weight $\lambda \ge 0$.
         kind (str): ``"dragon"``, ``"cosine"`` or ``"l2"``.
-        matcher (str): ``"nearest"`` or ``"identity"``.
+        matcher (str): ``"nearest"``, ``"reverse"`` or ``"identity"``.
         p (float): the energy scale, positive.
         alpha (float): the dragon offset, positive.
         mask (jax.Array | None): latent-space weights broadcastable to ``z``.
@@ -129,16 +135,29 @@ def latent_optimizer(
         LatentOptimizer: the solver.
 
     Raises:
-        TypeError: a non-callable ``feature_fn``.
-        ValueError: a non-positive ``stepsize``, a negative ``lam``, a bad energy option.
+        TypeError: a non-callable ``feature_fn``, a complex mask; at ``init``, a
+            non-float ``x0`` or ``args`` that is not ``(reference, pivot)``.
+        ValueError: a ``stepsize`` that is not positive and finite, a negative or
+            non-finite ``lam``, negative or non-finite mask weights, an all-zero
+            ``mask_gen``/``mask_ref``, a bad energy option; at ``init``, a ``pivot``
+            not shaped like ``x0``.
     """
     if not callable(feature_fn):
         raise TypeError(f"feature_fn must be callable, got {type(feature_fn).__name__}")
     check_options(matcher=matcher, kind=kind, p=p, alpha=alpha)
-    if is_concrete(stepsize) and not np.all(np.asarray(stepsize) > 0):
-        raise ValueError(f"stepsize must be positive, got {stepsize}")
-    if is_concrete(lam) and not np.all(np.asarray(lam) >= 0):
-        raise ValueError(f"lam must be non-negative, got {lam}")
+    if is_concrete(stepsize):
+        v = np.asarray(stepsize)
+        if not (np.isrealobj(v) and np.all(np.isfinite(v)) and np.all(v > 0)):
+            raise ValueError(f"stepsize must be positive and finite, got {stepsize}")
+    if is_concrete(lam):
+        v = np.asarray(lam)
+        if not (np.isrealobj(v) and np.all(np.isfinite(v)) and np.all(v >= 0)):
+            raise ValueError(f"lam must be non-negative and finite, got {lam}")
+    check_weights("mask", mask)
+    for name, m in (("mask_gen", mask_gen), ("mask_ref", mask_ref)):
+        check_weights(name, m)
+        if m is not None and is_concrete(m) and not np.any(np.asarray(m, np.float64) > 0):
+            raise ValueError(f"{name} is empty (no point has a positive weight)")
     return LatentOptimizer(
         feature_fn, kind, matcher, stepsize, lam, p, alpha, mask, mask_gen, mask_ref
     )
