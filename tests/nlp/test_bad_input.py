@@ -22,6 +22,10 @@ def _eq(x, a):
 
 
 _ARGS = (jnp.array([2.0, 0.0]), jnp.array(1.0))
+_FAR = jnp.array([5.0, 5.0])  # not weak-typed (jnp.full(2, 5.0) is): one compilation for all
+_DATA = problems.UnicycleData(
+    jnp.zeros(3), jnp.zeros(2), jnp.zeros((1, 2)), jnp.ones(1), jnp.zeros((4, 2))
+)
 _Q = lambda x, a: jnp.sum(x**2)  # noqa: E731
 
 
@@ -87,9 +91,7 @@ def _solve(x0, args=_ARGS, **kw):
         (lambda: problems.safety_filter(T=0), ValueError, "T must be a positive int"),
         (lambda: problems.safety_filter(first_weight=0.0), ValueError, "first_weight"),
         (
-            lambda: problems.unicycle_rollout(
-                problems.unicycle_data(jax.random.key(0), T=4), jnp.zeros((4, 3))
-            ),
+            lambda: problems.unicycle_rollout(_DATA, jnp.zeros((4, 3))),
             ValueError,
             r"inputs must have shape \(T, 2\)",
         ),
@@ -114,11 +116,11 @@ def _kkt_and_feasibility(sol, args, tol):
     "x0, args, status",
     [
         # a start outside the box is clipped into it: SUCCESS at the true minimizer (1, 0)
-        (jnp.full(2, 5.0), _ARGS, Status.SUCCESS),
+        (_FAR, _ARGS, Status.SUCCESS),
         (jnp.array([jnp.inf, -jnp.inf]), _ARGS, Status.SUCCESS),
         # the equality row scaled by 1e8 and by 1e-8
-        (jnp.full(2, 5.0), (_ARGS[0], jnp.array(1e8)), Status.SUCCESS),
-        (jnp.full(2, 5.0), (_ARGS[0], jnp.array(1e-8)), Status.SUCCESS),
+        (_FAR, (_ARGS[0], jnp.array(1e8)), Status.SUCCESS),
+        (_FAR, (_ARGS[0], jnp.array(1e-8)), Status.SUCCESS),
         # NaN / inf data in args: never SUCCESS
         (jnp.zeros(2), (jnp.array([jnp.nan, 0.0]), jnp.array(1.0)), Status.NONFINITE),
         (jnp.zeros(2), (jnp.array([jnp.inf, 0.0]), jnp.array(1.0)), Status.NONFINITE),
