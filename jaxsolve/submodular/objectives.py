@@ -233,6 +233,16 @@ class SCM(eqx.Module):
             if not jnp.issubdtype(M.dtype, jnp.floating):
                 raise TypeError(f"M must be floating point, got dtype {M.dtype}")
             _nonneg_finite("M", M.data)
+            if is_concrete((M.indices, M.data)) and M.nse:
+                # JAX pads a BCOO with out-of-range indices and zero data; an out-of-range
+                # entry that holds a value would be dropped or clamped silently
+                idx, val = np.asarray(M.indices), np.asarray(M.data)
+                out = np.any((idx < 0) | (idx >= np.asarray(M.shape)), axis=1)
+                if np.any(out & (val != 0)):
+                    raise ValueError(
+                        f"M's indices must lie inside its shape {M.shape} (a nonzero entry "
+                        "out of range would be dropped or clamped silently)"
+                    )
             dtype = M.dtype
             rowmax = (
                 np.asarray(
@@ -402,6 +412,8 @@ def probabilistic_coverage(
         P = jnp.asarray(graph_probs)
         if P.ndim != 2:
             raise ValueError(f"graph_probs must be a matrix (items, targets), got shape {P.shape}")
+        if 0 in P.shape:
+            raise ValueError(f"graph_probs must be non-empty, got shape {P.shape}")
         if not jnp.issubdtype(P.dtype, jnp.floating):
             raise TypeError(f"graph_probs must be floating point, got dtype {P.dtype}")
         _prob_check(P)
@@ -430,6 +442,8 @@ def feature_based(
     X = jnp.asarray(X)
     if X.ndim != 2:
         raise ValueError(f"X must be a matrix (items, features), got shape {X.shape}")
+    if 0 in X.shape:
+        raise ValueError(f"X must be non-empty, got shape {X.shape}")
     if not jnp.issubdtype(X.dtype, jnp.floating):
         raise TypeError(f"X must be floating point, got dtype {X.dtype}")
     _nonneg_finite("X", X)
@@ -447,6 +461,8 @@ def saturated_coverage(
     S = jnp.asarray(similarity)
     if S.ndim != 2:
         raise ValueError(f"similarity must be a matrix (items, targets), got shape {S.shape}")
+    if 0 in S.shape:
+        raise ValueError(f"similarity must be non-empty, got shape {S.shape}")
     if not jnp.issubdtype(S.dtype, jnp.floating):
         raise TypeError(f"similarity must be floating point, got dtype {S.dtype}")
     _nonneg_finite("similarity", S)

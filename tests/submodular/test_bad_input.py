@@ -5,6 +5,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jax.experimental import sparse
 
 import jaxsolve
 from jaxsolve import Status
@@ -19,6 +20,13 @@ _PART = sm.partition_matroid(jnp.array([0, 0, 0, 1, 1, 1]), jnp.array([1, 1]))
 _KEY = jax.random.key(0)
 _X = jnp.full(N, 0.2)
 M34 = jnp.ones((3, 4))
+
+
+def _bcoo(row=0, value=1.0, dtype=jnp.float64):
+    """A sparse M (3, 4) with its first entry's row index and value replaced."""
+    B = sparse.BCOO.fromdense(M34)
+    data = B.data.at[0].set(value).astype(dtype)
+    return sparse.BCOO((data, B.indices.at[0, 0].set(row)), shape=B.shape)
 
 
 @pytest.mark.parametrize(
@@ -52,6 +60,13 @@ M34 = jnp.ones((3, 4))
         (lambda: sm.feature_based(-jnp.ones((3, 2))), "X must be non-negative"),
         (lambda: sm.feature_based(jnp.full((3, 2), jnp.inf)), "X must be finite"),
         (lambda: sm.feature_based(jnp.ones(3)), "X must be a matrix"),
+        (lambda: sm.feature_based(jnp.ones((0, 3))), "X must be non-empty"),
+        (lambda: sm.probabilistic_coverage(jnp.zeros((3, 0))), "graph_probs must be non-empty"),
+        (lambda: sm.saturated_coverage(jnp.ones((0, 2)), 1.0), "similarity must be non-empty"),
+        (lambda: sm.SCM.create(_bcoo(row=10)), "M's indices must lie inside its shape"),
+        (lambda: sm.SCM.create(_bcoo(value=jnp.nan)), "M contains NaN"),
+        (lambda: sm.SCM.create(_bcoo(dtype=jnp.int32)), "M must be floating"),
+        (lambda: sm.SCM.create(_bcoo(dtype=jnp.float16)), "M has dtype float16"),
         (lambda: sm.saturated_coverage(jnp.ones((3, 2)), -1.0), "cap must be non-negative"),
         (lambda: sm.saturated_coverage(jnp.ones((3, 2)), jnp.ones(5)), r"cap must be a scalar or"),
         (lambda: _F.value(jnp.zeros(4)), r"S must have shape \(6,\)"),
@@ -182,3 +197,12 @@ def test_badly_scaled_data_succeeds_only_when_certified(M):
     res = sm.maximize(f, _CARD, tol=1e-6)
     assert int(res.status) == Status.SUCCESS
     _certified(f, _CARD, res, 1e-6)
+
+
+def test_padded_sparse_m_is_accepted():
+    """JAX pads a BCOO with out-of-range indices holding zeros: not an out-of-range entry."""
+    M = jnp.array([[1.0, 0, 0, 2], [0, 0, 3, 0], [0, 1, 0, 0]])
+    f = sm.SCM.create(sparse.BCOO.fromdense(M, nse=7))
+    np.testing.assert_allclose(
+        np.asarray(f.singleton_values()), np.asarray(sm.SCM.create(M).singleton_values())
+    )
