@@ -4,13 +4,24 @@
   ``--quick`` run, so that CI's quick runs never overwrite the full tables;
 * provenance: every table ends with the command that regenerates it, the machine
   and the commit and date it was measured at (`provenance`);
-* the repository root on ``sys.path``, so that a script imports ``peers`` (the
-  reference-solver wrappers and the timer, `peers.timing`) after ``_util``.
+* the common header (`setup`): one BLAS/OpenMP thread, XLA flags, float64, and the
+  repository root on ``sys.path`` (so that a script imports ``jaxsolve`` and ``peers``,
+  the reference-solver wrappers and the timer, after ``_util``); `optional` imports a
+  peer that may not be installed.
+
+Every script starts the same way, before numpy or jax is imported::
+
+    from _util import setup
+
+    setup()  # or setup(threads=None, x64=False, host_devices=8, ...)
+
+    import jax  # noqa: E402
 """
 
 from __future__ import annotations
 
 import datetime
+import importlib
 import os
 import pathlib
 import platform
@@ -20,6 +31,43 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def setup(*, threads: int | None = 1, x64: bool = True, host_devices: int | None = None) -> None:
+    """The header every bench script runs first, before numpy, scipy or jax is imported.
+
+    Args:
+      threads: default for the BLAS/OpenMP thread variables (`THREAD_VARS`; a value
+        already in the environment wins); ``None`` leaves them alone. One thread because
+        on a small shared machine OpenBLAS's and OpenMP's idle threads spin: they turned
+        1 ms Cholesky factorizations into 20-300 ms, and scikit-learn's KMeans left
+        threads that slowed the next XLA computations 10x.
+      x64: enable float64 in JAX (``jax_enable_x64``); scripts that must set up the
+        process before JAX starts (``bench/qp.py --one-core``) pass ``False`` and enable
+        it themselves.
+      host_devices: default ``XLA_FLAGS`` to that many XLA:CPU devices
+        (``--xla_force_host_platform_device_count``), for the device-mesh runs.
+    """
+    if threads is not None:
+        for var in THREAD_VARS:
+            os.environ.setdefault(var, str(threads))
+    if host_devices is not None:
+        flag = f"--xla_force_host_platform_device_count={host_devices}"
+        os.environ.setdefault("XLA_FLAGS", flag)
+    if x64:
+        import jax
+
+        jax.config.update("jax_enable_x64", True)
+
+
+def optional(name: str):
+    """The module ``name``, or ``None`` when that peer is not installed."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
 
 
 def results_path(name: str, quick: bool = False) -> pathlib.Path:

@@ -20,21 +20,19 @@ import argparse
 import datetime
 import importlib.util
 import os
-import sys
 import time
 
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _util import setup, write_results
+
+setup()
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-from _util import write_results  # noqa: E402
 
 import jaxsolve  # noqa: E402
 from jaxsolve.blackbox import cma_es_solver, cma_mae, sphere_linear_projection  # noqa: E402
 
-jax.config.update("jax_enable_x64", True)
 N = 100
 BOUND = N / 2 * 5.12
 

@@ -11,26 +11,17 @@ from __future__ import annotations
 
 import argparse
 import inspect
-import os
+import pathlib
+import sys
+import time
 
-# One BLAS/OpenMP thread (as tests/conftest.py): scikit-learn's KMeans leaves OpenMP
-# threads spinning, and on this 2-core machine they slowed the next XLA computations
-# 10x (digits Newton: 15 s per solve after a KMeans fit, 1.4 s without).
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+from _util import ROOT, setup
 
-import pathlib  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
+setup()
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-
-jax.config.update("jax_enable_x64", True)
-
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from jaxsolve.cluster import kmeans, nlr, ratio_cut, ratio_cut_cost  # noqa: E402
 from jaxsolve.manifolds import RIM  # noqa: E402

@@ -20,8 +20,9 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _util import write_results  # noqa: E402
+from _util import setup, write_results
+
+setup(threads=None, x64=False)
 
 # name -> (peer group, kind, setup source). The setup defines `f` (a zero-argument
 # function): kind "jax" is traced by jax.jit; kind "host" is called as a user would.

@@ -20,19 +20,15 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import pathlib
-import sys
 import time
 
-import jax
-import jax.numpy as jnp
-import numpy as np
+from _util import setup, write_results
 
-jax.config.update("jax_enable_x64", True)
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+setup(threads=None)
 
-from _util import write_results  # noqa: E402
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
 
 import jaxsolve  # noqa: E402
 from jaxsolve.qp import flexqp  # noqa: E402

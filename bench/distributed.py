@@ -36,23 +36,16 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
-import pathlib
-import sys
 import time
 
-os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
+from _util import setup, write_results
+
+setup(threads=None, host_devices=8)
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import scipy.linalg  # noqa: E402
-
-jax.config.update("jax_enable_x64", True)
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from _util import write_results  # noqa: E402
 
 import jaxsolve  # noqa: E402
 from jaxsolve import distributed as D  # noqa: E402

@@ -27,16 +27,15 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
-import sys
 import time
 
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _util import setup, write_results
+
+setup(x64=False)
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-from _util import write_results  # noqa: E402
 from scipy.special import erf  # noqa: E402
 
 from jaxsolve import evaluation as ev  # noqa: E402

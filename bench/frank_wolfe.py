@@ -22,18 +22,15 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import pathlib
 import sys
 import time
 
-import jax
-import numpy as np
+from _util import setup, write_results
 
-jax.config.update("jax_enable_x64", True)
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+setup(threads=None)
 
-from _util import write_results  # noqa: E402
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
 
 import jaxsolve  # noqa: E402
 from jaxsolve.frank_wolfe import frank_wolfe, optimistic_frank_wolfe  # noqa: E402

@@ -16,19 +16,17 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _util import setup, write_results
+
+setup(threads=None)
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-from _util import write_results  # noqa: E402
 
 from jaxsolve.blackbox import DiagonalGaussian, UniformBox, cma_es, genbo  # noqa: E402
-
-jax.config.update("jax_enable_x64", True)
 
 
 def ackley(X):

@@ -17,15 +17,13 @@ a ``_scale<s>`` suffix for a non-default ``--scale``).
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
+import time
 
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+from _util import ROOT, setup
 
-import datetime  # noqa: E402
-import pathlib  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
+setup(x64=False)
 
 import equinox as eqx  # noqa: E402
 import jax  # noqa: E402
@@ -34,9 +32,6 @@ import numpy as np  # noqa: E402
 import optax  # noqa: E402
 from sklearn import datasets  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
-
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from jaxsolve.guidance import guided_step  # noqa: E402
 

@@ -32,17 +32,16 @@ import tempfile
 import textwrap
 import time
 
-import equinox as eqx
-import jax
-import jax.numpy as jnp
-import numpy as np
+from _util import ROOT, setup
 
-jax.config.update("jax_enable_x64", True)
+setup(threads=None)
+
+import equinox as eqx  # noqa: E402
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
 
 from jaxsolve.layers import dc3_simple_qp, project  # noqa: E402
-
-ROOT = pathlib.Path(__file__).resolve().parent
-sys.path.insert(0, str(ROOT.parent))  # the repository root: peers
 from peers.timing import compile_and_steady  # noqa: E402
 
 TARGET = 1e-5
@@ -443,7 +442,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small problem, batch 64 (CI)")
     ap.add_argument("--no-peer", action="store_true", help="skip pinet-hcnn")
-    ap.add_argument("--out", default=str(ROOT / "results" / "layers.md"))
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "layers.md"))
     ap.add_argument(
         "--float32",
         action="store_true",
@@ -455,7 +454,7 @@ def main(argv=None):
     ns = ap.parse_args(argv)
     if ns.float32:
         sizes = [(100, 50, 50, 1024), (1000, 500, 500, 1024)]
-        float32_table(ROOT / "results" / "layers_float32.md", sizes)
+        float32_table(ROOT / "bench" / "results" / "layers_float32.md", sizes)
         return 0
     peer = None if ns.no_peer else _peer_python()
     if peer is None:
@@ -476,7 +475,7 @@ def main(argv=None):
         print(f"-- n={n} eq={p} ineq={m} batch={batch}", flush=True)
         rows.append(run_size(n, p, m, batch, repeat, peer))
     out = pathlib.Path(ns.out)
-    if ns.quick and out == ROOT / "results" / "layers.md" and out.exists():
+    if ns.quick and out == ROOT / "bench" / "results" / "layers.md" and out.exists():
         out = out.with_name("layers_quick.md")
     out.parent.mkdir(parents=True, exist_ok=True)
     write_table(rows, out, note)

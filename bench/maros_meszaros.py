@@ -13,21 +13,16 @@ solver reports success, the objective is within 1e-6 relative
 
 from __future__ import annotations
 
-import os
+import argparse
+import pathlib
+import sys
+import time
 
-# One BLAS thread: on a small shared machine the multithreaded OpenBLAS behind JAX's
-# CPU LAPACK calls (Cholesky) spin-waits and turned a 1 ms factorization into 20-300 ms
-# of CPU under load. Must be set before numpy/scipy/jax load OpenBLAS.
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+from _util import setup
 
-import argparse  # noqa: E402
-import pathlib  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
+setup(x64=False)
 
 import numpy as np  # noqa: E402
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # the repository root: peers
 
 TOL = 1e-6
 

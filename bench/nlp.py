@@ -26,30 +26,23 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import pathlib
-import sys
 import time
 from typing import NamedTuple
 
-import jax
-import jax.numpy as jnp
-import numpy as np
+from _util import optional, setup, write_results
 
-jax.config.update("jax_enable_x64", True)
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+setup(threads=None)
 
-from _util import write_results  # noqa: E402
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
 
 import peers.osqp  # noqa: E402
 from jaxsolve import Status, solve  # noqa: E402
 from jaxsolve.core.protocol import AbstractSolver  # noqa: E402
 from jaxsolve.nlp import problems, sqp  # noqa: E402
 
-try:
-    import osqp
-except ImportError:  # pragma: no cover - bench only
-    osqp = None
+osqp = optional("osqp")
 from scipy.optimize import minimize  # noqa: E402
 
 T = 30

@@ -27,24 +27,22 @@ import sys
 import time
 import warnings
 
-import jax
-import jax.numpy as jnp
-import numpy as np
+from _util import ROOT, optional, setup
 
-jax.config.update("jax_enable_x64", True)
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+setup(threads=None)
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
 # this script is named ot.py: drop its folder from the path so `import ot` finds POT
 _HERE = pathlib.Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if pathlib.Path(p or ".").resolve() != _HERE]
-sys.path.insert(0, str(ROOT))
 
 import jaxsolve  # noqa: E402
 from jaxsolve.ot import Grid, sobolev_barycenter  # noqa: E402
 
-try:
-    import ot
-except ImportError:  # pragma: no cover
-    ot = None
+ot = optional("ot")  # POT
 
 CENTRES = np.array([(0.3, 0.3), (0.7, 0.32), (0.35, 0.7), (0.68, 0.66)])
 RADII = np.array([0.08, 0.14, 0.11, 0.17])

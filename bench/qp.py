@@ -26,19 +26,14 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
-import pathlib
 import sys
 import time
 
-# jaxlib's CPU Cholesky/triangular kernels call the LAPACK of SciPy's OpenBLAS, whose
-# idle threads spin; on a shared 2-core machine that made small factorizations 20-300x
-# slower. One thread is also what the OSQP loop uses.
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+from _util import setup, write_results
+
+setup(x64=False)
 
 import numpy as np  # noqa: E402
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from _util import write_results  # noqa: E402
 
 from peers.timing import compile_and_steady  # noqa: E402
 

@@ -23,22 +23,19 @@ PGD, a budget of 3000 sweeps.
 from __future__ import annotations
 
 import argparse
-import pathlib
 import sys
 import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-import equinox as eqx
-import jax
-import jax.numpy as jnp
-import numpy as np
+from _util import setup, write_results
 
-jax.config.update("jax_enable_x64", True)
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+setup(threads=None)
 
-from _util import write_results  # noqa: E402
+import equinox as eqx  # noqa: E402
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
 
 import jaxsolve  # noqa: E402
 from jaxsolve.core import AbstractSolver, hyper  # noqa: E402

@@ -38,25 +38,16 @@ compared with pymanopt's trust region.
 
 from __future__ import annotations
 
-import os
+import argparse
+import time
 
-for _v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_v, "1")
+from _util import setup, write_results
 
-import argparse  # noqa: E402
-import pathlib  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
+setup()
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-
-jax.config.update("jax_enable_x64", True)
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from _util import write_results  # noqa: E402
 
 import jaxsolve  # noqa: E402
 from jaxsolve import manifolds as M  # noqa: E402

@@ -30,20 +30,17 @@
 from __future__ import annotations
 
 import argparse
-import pathlib
 import sys
 import time
 
-import jax
-import jax.numpy as jnp
-import numpy as np
-import optax
+from _util import setup, write_results
 
-jax.config.update("jax_enable_x64", True)
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+setup(threads=None)
 
-from _util import write_results  # noqa: E402
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+import optax  # noqa: E402
 
 import jaxsolve  # noqa: E402
 from jaxsolve.second_order import (  # noqa: E402

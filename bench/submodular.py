@@ -25,37 +25,25 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import pathlib
-import sys
 import time
 
-import jax
-import jax.numpy as jnp
-import numpy as np
-import scipy.sparse as sps
+from _util import optional, setup, write_results
 
-jax.config.update("jax_enable_x64", True)
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+setup(threads=None)
 
-from _util import write_results  # noqa: E402
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+import scipy.sparse as sps  # noqa: E402
 from jax.experimental import sparse  # noqa: E402
 
 import jaxsolve  # noqa: E402
 from jaxsolve import submodular as sm  # noqa: E402
 
-try:
-    import networkx as nx
-except ImportError:  # pragma: no cover - bench only
-    nx = None
-try:
-    from submodlib.functions.probabilisticSetCover import ProbabilisticSetCoverFunction
-except ImportError:  # pragma: no cover
-    ProbabilisticSetCoverFunction = None
-try:
-    import apricot
-except ImportError:  # pragma: no cover
-    apricot = None
+nx = optional("networkx")
+_submodlib = optional("submodlib.functions.probabilisticSetCover")
+ProbabilisticSetCoverFunction = _submodlib and _submodlib.ProbabilisticSetCoverFunction
+apricot = optional("apricot")
 
 TOL = 1e-4
 

@@ -18,19 +18,17 @@ apart from run time (each run is one jitted ``lax.scan``).
 from __future__ import annotations
 
 import argparse
-import pathlib
 import sys
 import time
 
-import jax
-import jax.numpy as jnp
-import numpy as np
-import optax
+from _util import setup, write_results
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+setup(threads=None, x64=False)
 
-from _util import write_results  # noqa: E402
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+import optax  # noqa: E402
 
 from jaxsolve.transforms import cautious_adamw, cautious_lion  # noqa: E402
 
