@@ -23,6 +23,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
+import peers.problems.cluster  # noqa: E402
 from jaxsolve.cluster import kmeans, nlr, ratio_cut, ratio_cut_cost  # noqa: E402
 from jaxsolve.manifolds import RIM  # noqa: E402
 from peers.timing import compile_and_steady  # noqa: E402
@@ -55,10 +56,7 @@ def _accuracy(y, labels):
 
 
 def mixture(seed, n, d=4, k=3):
-    sys.path.insert(0, str(ROOT))
-    from tests.cluster._data import mixture as mx
-
-    return mx(seed, n=n, d=d, k=k)
+    return peers.problems.cluster.mixture(seed, n=n, d=d, k=k)
 
 
 def _load(name):

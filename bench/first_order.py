@@ -41,8 +41,8 @@ import numpy as np  # noqa: E402
 import jaxsolve  # noqa: E402
 from jaxsolve import projections as P  # noqa: E402
 from jaxsolve.first_order import projected_gradient  # noqa: E402
+from peers.problems import first_order as R  # noqa: E402
 from peers.timing import best_of_interleaved  # noqa: E402
-from tests.first_order import _problems as R  # noqa: E402
 
 try:
     import jaxopt

@@ -1,6 +1,6 @@
 """Frank-Wolfe benchmark: jaxsolve vs copt at a fixed oracle budget, and optimistic vs vanilla.
 
-Problems (tests/frank_wolfe/problems.py, f* from OSQP / SciPy SLSQP / FISTA): simplex QP
+Problems (peers/problems/frank_wolfe.py, f* from OSQP / SciPy SLSQP / FISTA): simplex QP
 (n=30), l1-ball logistic regression on breast_cancer (569x30), nuclear-norm matrix
 completion (50x40), least squares over the K-sparse polytope (40x60, K=5).
 
@@ -34,7 +34,7 @@ import numpy as np  # noqa: E402
 
 import jaxsolve  # noqa: E402
 from jaxsolve.frank_wolfe import frank_wolfe, optimistic_frank_wolfe  # noqa: E402
-from tests.frank_wolfe import problems as P  # noqa: E402
+from peers.problems import frank_wolfe as P  # noqa: E402
 
 try:
     import copt  # noqa: F401

@@ -52,7 +52,7 @@ import numpy as np  # noqa: E402
 import jaxsolve  # noqa: E402
 from jaxsolve import manifolds as M  # noqa: E402
 from jaxsolve import riemannian as R  # noqa: E402
-from tests.riemannian import _problems as P  # noqa: E402
+from peers.problems import riemannian as P  # noqa: E402
 
 try:
     import pymanopt

@@ -6,7 +6,7 @@ import numpy as np
 
 from jaxsolve.cluster import feasible_point, kmeans_newton, lift, nlr, nlr_start, prepare_data
 from jaxsolve.testing import SolverCase
-from tests.cluster._data import mixture
+from peers.problems.cluster import mixture
 
 N, D, K = 12, 2, 2
 

@@ -35,7 +35,7 @@ from jaxsolve.cluster._newton_system import (
 from jaxsolve.cluster._problem import lift_basis, positive_retract, skew_basis
 from jaxsolve.core import Solution, Status
 from jaxsolve.manifolds import hessian_spectrum
-from tests.cluster._data import mixture
+from peers.problems.cluster import mixture
 
 
 def _inertia(x, labels):

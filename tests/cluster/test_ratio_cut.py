@@ -9,7 +9,7 @@ from sklearn.neighbors import kneighbors_graph
 
 from jaxsolve.cluster import laplacian, ratio_cut, ratio_cut_cost
 from jaxsolve.core import Solution, Status
-from tests.cluster._data import mixture
+from peers.problems.cluster import mixture
 
 
 def _graph(n=60, k=3, seed=0):

@@ -13,8 +13,9 @@ import jaxsolve
 from jaxsolve import Status
 from jaxsolve import projections as P
 from jaxsolve.first_order import minimize_projected, projected_gradient
-from tests.first_order import _problems as R
-from tests.first_order._problems import least_squares
+from peers.problems import first_order as R
+from peers.problems.first_order import least_squares
+from tests.projections._reference import osqp_ls_l1
 
 M, N = 12, 6
 W = np.linspace(0.2, 1.2, N)
@@ -36,7 +37,7 @@ SETS = {
             np.r_[np.full(N, np.inf), 1],
         ),
     ),
-    "l1_ball": (lambda x: P.l1_ball(x, 0.5), lambda A, b: R.osqp_ls_l1(A, b, 0.5)),
+    "l1_ball": (lambda x: P.l1_ball(x, 0.5), lambda A, b: osqp_ls_l1(A, b, 0.5)),
     "l2_ball": (lambda x: P.l2_ball(x, 0.5), lambda A, b: R.ls_l2_ball(A, b, 0.5)),
     "box": (
         lambda x: P.box(x, -0.2, 0.3),
@@ -192,7 +193,7 @@ def test_batched_radii_with_split_args():
     batch = jax.jit(jax.vmap(run))(radii)
     assert batch.counts() == {"SUCCESS": 4}
     for i, r in enumerate(radii):
-        np.testing.assert_allclose(batch.x[i], R.osqp_ls_l1(A, b, float(r)), atol=1e-6)
+        np.testing.assert_allclose(batch.x[i], osqp_ls_l1(A, b, float(r)), atol=1e-6)
 
 
 # slow: 30-70 s of compilation; the contract (gradients/float32/vmap checks) covers the same property in the default suite

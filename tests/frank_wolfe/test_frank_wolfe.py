@@ -17,7 +17,7 @@ from jaxsolve.frank_wolfe import (
     steps,
 )
 from jaxsolve.projections import simplex as project_simplex
-from tests.frank_wolfe import problems as P
+from peers.problems import frank_wolfe as P
 
 PROBLEMS = {mk.__name__: mk for mk in P.ALL}
 

@@ -11,7 +11,7 @@ import jaxsolve
 from jaxsolve.core import driver
 from jaxsolve.manifolds import Product, Sphere, Stiefel, hessian_spectrum
 from jaxsolve.riemannian import conjugate_gradient, cubic_newton, gradient_descent, trust_region
-from tests.riemannian._problems import (
+from peers.problems.riemannian import (
     brockett,
     brockett_value,
     goe,

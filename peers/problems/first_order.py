@@ -1,4 +1,5 @@
-"""Constrained least-squares problems and their references (OSQP / SciPy)."""
+"""Constrained least-squares problems and their references (OSQP / SciPy), for the
+first-order tests and ``bench/first_order.py``."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ import numpy as np
 import scipy.optimize
 
 import peers.osqp
-from tests.projections._reference import osqp_ls_l1  # noqa: F401  (one OSQP l1 reference)
 
 
 def least_squares(x, args):

@@ -1,4 +1,5 @@
-"""Reference problems for the Riemannian solver tests: Rayleigh quotient and Brockett cost."""
+"""Reference problems for the Riemannian solvers (tests and ``bench/riemannian.py``):
+Rayleigh quotient and Brockett cost."""
 
 import jax.numpy as jnp
 import numpy as np
