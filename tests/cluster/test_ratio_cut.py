@@ -183,9 +183,9 @@ def test_spectral_start_is_on_the_manifold_when_sinkhorn_stalls():
     left column sums 5.6e-6 off, and the Riemannian solvers reject a start off the
     manifold (``start_status``: residual > 10 sqrt(eps)). The start is now finished by a
     projection. (The solve itself is not run here: its compilation would triple the time.)"""
-    from jaxsolve.cluster.ratio_cut import spectral_start
+    from jaxsolve.cluster import spectral_start
     from jaxsolve.manifolds import RIM
-    from jaxsolve.riemannian._common import start_status
+    from jaxsolve.riemannian import start_status
 
     w, y = _demo_graph()
     wn = jnp.asarray(w / w.sum(1).max())  # as ratio_cut normalizes it
