@@ -23,7 +23,13 @@ from jaxsolve.cluster._problem import (
 from jaxsolve.cluster.kmeans_newton import kmeans_newton
 from jaxsolve.cluster.nlr import nlr, nlr_start
 from jaxsolve.core import Solution, Status, solve
-from jaxsolve.core.validation import check_finite, check_floating, check_key, check_nonempty
+from jaxsolve.core.validation import (
+    check_finite,
+    check_floating,
+    check_key,
+    check_nonempty,
+    check_not_half,
+)
 
 __all__ = ["kmeans", "KMeansState"]
 
@@ -186,11 +192,7 @@ def kmeans(
     check_floating("X", X)
     if X.ndim != 2:
         raise ValueError(f"X must have shape (n, d), got {X.shape}")
-    if X.dtype in (jnp.bfloat16, jnp.float16):
-        raise TypeError(
-            f"X has dtype {X.dtype}: the relaxation's eigen/QR steps run in float32 or "
-            "float64 only; pass X.astype(jnp.float32)"
-        )
+    check_not_half("X", X, "the relaxation's eigen/QR steps run in float32 or float64 only")
     check_nonempty("X", X)
     check_finite("X", X)
     if np.any(np.isinf(np.asarray(X))):

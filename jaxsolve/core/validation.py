@@ -29,8 +29,9 @@ def is_concrete(x) -> bool:
     return not any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(x))
 
 
-def check_floating(name: str, x) -> None:
-    """Raise ``TypeError`` if a leaf of ``x`` is not a floating (or complex) array."""
+def check_floating(name: str, x, *, real: bool = False) -> None:
+    """Raise ``TypeError`` if a leaf of ``x`` is not a floating (or, unless ``real``,
+    complex) array."""
     for path, leaf in jax.tree_util.tree_leaves_with_path(x):
         dtype = jnp.result_type(leaf)
         if not jnp.issubdtype(dtype, jnp.inexact):
@@ -39,6 +40,9 @@ def check_floating(name: str, x) -> None:
                 f"{where} must be a floating-point array, got dtype {dtype}; "
                 f"convert it with jnp.asarray({name}, dtype=jnp.float32) (or float64)"
             )
+        if real and jnp.issubdtype(dtype, jnp.complexfloating):
+            where = f"{name}{jax.tree_util.keystr(path)}"
+            raise TypeError(f"{where} must be real, got dtype {dtype}")
 
 
 def check_not_half(name: str, x, why: str, fix: str | None = None) -> None:

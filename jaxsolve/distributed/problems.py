@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from jaxsolve.core.validation import check_finite, check_floating
+from jaxsolve.core.validation import check_finite, check_floating, is_concrete
 from jaxsolve.distributed.graphs import check_mixing
 from jaxsolve.projections import box as _project_box
 
@@ -83,7 +83,9 @@ def make_problem(data, W, reg=0.0) -> Problem:
 
     ``W`` is cast to the dtype of ``data``. Raises ``ValueError``/``TypeError`` (naming
     the argument) for a non-floating or NaN ``data``, a ``W`` that is not symmetric,
-    doubly stochastic and connected, or a leading axis of ``data`` other than ``n``.
+    doubly stochastic and connected, a leading axis of ``data`` other than ``n``, or
+    regularizer parameters no regularizer accepts (a negative, infinite or NaN
+    weight, a Box with ``lo > hi``).
     """
     check_floating("data", data)
     check_finite("data", data)
@@ -99,7 +101,30 @@ def make_problem(data, W, reg=0.0) -> Problem:
                 f"(agent) axis must equal the {n} agents of W"
             )
     dtype = jnp.result_type(leaves[0])
-    return Problem(data, jnp.asarray(W, dtype), jax.tree.map(lambda v: jnp.asarray(v, dtype), reg))
+    reg = jax.tree.map(lambda v: jnp.asarray(v, dtype), reg)
+    _check_reg_params(reg)
+    return Problem(data, jnp.asarray(W, dtype), reg)
+
+
+def _check_reg_params(reg, name: str = "reg") -> None:
+    """Raise ``ValueError`` naming ``reg`` for regularizer parameters no regularizer here
+    accepts: NaN, a negative weight ``lam`` (an array, for `L1`/`L2Squared`: ``-lam
+    ||x||_1`` is unbounded below, and the solvers ran to ``MAX_STEPS``), or a pair
+    ``(lo, hi)`` (`Box`) with ``lo > hi``. Tracers are not inspected."""
+    if not is_concrete(reg):
+        return
+    check_finite(name, reg)
+    if isinstance(reg, tuple | list):
+        if len(reg) == 2:
+            lo, hi = (np.asarray(v) for v in reg)
+            if np.any(lo > hi):
+                raise ValueError(f"{name} = (lo, hi) of a Box must have lo <= hi, got {reg}")
+        return
+    lam = np.asarray(reg)
+    if np.any(lam < 0) or np.any(np.isinf(lam)):
+        raise ValueError(
+            f"{name} (the weight lam of L1 / L2Squared) must be finite and non-negative, got {reg}"
+        )
 
 
 # --- smooth losses (one agent's data) ------------------------------------------------------

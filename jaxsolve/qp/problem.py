@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from jaxsolve.core.validation import check_floating, is_concrete
+from jaxsolve.core.validation import check_floating, check_not_half, is_concrete
 
 __all__ = ["QP", "validate_qp"]
 
@@ -139,7 +139,8 @@ def _check_rows(name, M, n):
 def validate_qp(qp: QP, *, batched: bool | None = None) -> QP:
     """Check a QP before tracing; raise ``ValueError``/``TypeError`` naming the field.
 
-    Checks: a ``QP`` instance, floating dtypes (all the same), shapes ``P (n, n)``,
+    Checks: a ``QP`` instance (its fields arrays, nested lists or numbers), real
+    floating dtypes (all the same), shapes ``P (n, n)``,
     ``q (n,)``, ``A (m, n)``, ``l, u (m,)`` (with one optional leading batch axis),
     ``P`` symmetric (relative tolerance 1e-8 in float64, 1e-5 in float32), no NaN
     anywhere, ``l <= u``, and no ``+inf`` lower / ``-inf`` upper bound. Values that are
@@ -147,6 +148,11 @@ def validate_qp(qp: QP, *, batched: bool | None = None) -> QP:
     """
     if not isinstance(qp, QP):
         raise TypeError(f"qp must be a jaxsolve.qp.QP, got {type(qp).__name__}")
+    # nested lists and Python numbers are arrays too (jnp.asarray of a list of floats is
+    # the default float); other leaves keep their type, tracers included
+    qp = QP(*(jnp.asarray(v) if isinstance(v, list | tuple | int | float) else v for v in qp))
+    if qp.q is not None and np.ndim(qp.q) == 0:
+        raise ValueError(f"q must have shape (n,) (or (batch, n)), got a scalar {qp.q!r}")
     qp = with_constraint_rows(qp)
     for name, leaf in zip(QP._fields, qp, strict=True):
         if leaf is None:
@@ -154,13 +160,13 @@ def validate_qp(qp: QP, *, batched: bool | None = None) -> QP:
                 f"{name} is None: a QP needs P and q, and A, l, u together (all three "
                 "None: no constraints, QP(P, q))"
             )
-        check_floating(name, leaf)
-        if jnp.result_type(leaf) in (jnp.bfloat16, jnp.float16):
-            raise TypeError(
-                f"{name} has dtype {jnp.result_type(leaf)}: FlexQP factorizes with LAPACK, "
-                "which runs in float32/float64 only; convert the QP with "
-                "jax.tree.map(lambda v: v.astype(jnp.float32), qp)"
-            )
+        check_floating(name, leaf, real=True)
+        check_not_half(
+            name,
+            leaf,
+            "FlexQP factorizes with LAPACK, which runs in float32/float64 only",
+            "the QP converted with jax.tree.map(lambda v: v.astype(jnp.float32), qp)",
+        )
     dtypes = {jnp.result_type(v) for v in qp}
     if len(dtypes) > 1:
         raise TypeError(f"P, q, A, l, u must share one dtype, got {sorted(map(str, dtypes))}")

@@ -6,6 +6,7 @@ splitting solver for quadratic programs", 2020, Appendix; ``osqp_benchmarks``
 generator takes a ``jax.random`` key and returns a dense `QP`
 (``sparse(r, c, d)`` below = Gaussian entries kept with probability ``d``).
 Generators are pure functions of the key, so ``jax.vmap`` over keys gives a batch.
+``dtype`` defaults to JAX's default float: float64 when x64 is enabled, else float32.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxsolve.core.validation import float_dtype
 from jaxsolve.qp.problem import QP
 
 __all__ = [
@@ -42,13 +44,14 @@ def _sparse(key, shape, density, dtype):
     return jnp.where(mask, jax.random.normal(k2, shape, dtype), 0.0).astype(dtype)
 
 
-def random_qp(key, n: int, m: int | None = None, *, dtype=jnp.float64, density: float = 0.15) -> QP:
+def random_qp(key, n: int, m: int | None = None, *, dtype=None, density: float = 0.15) -> QP:
     r"""Random QP: ``P = M M' + 1e-2 I`` (``M = sparse(n, n, d)``), ``q ~ N(0, I)``,
     ``A = sparse(m, n, d)``, ``u = A v + delta`` (``v ~ N``, ``delta ~ U[0, 1]``),
     ``l = A v - delta'`` on half of the rows and ``-inf`` on the rest (two-sided rows
     exercise both signs of ``y``); feasible by construction (``v`` is interior).
     ``m`` defaults to ``10 n`` as in the OSQP suite.
     """
+    dtype = float_dtype(dtype)
     m = 10 * n if m is None else m
     kM, kq, kA, kv, kd, kl = jax.random.split(key, 6)
     M = _sparse(kM, (n, n), density, dtype)
@@ -63,9 +66,10 @@ def random_qp(key, n: int, m: int | None = None, *, dtype=jnp.float64, density: 
     return QP(P, q, A, l, u)
 
 
-def eq_qp(key, n: int, m: int | None = None, *, dtype=jnp.float64, density: float = 0.15) -> QP:
+def eq_qp(key, n: int, m: int | None = None, *, dtype=None, density: float = 0.15) -> QP:
     r"""Equality-constrained QP: random ``P, q`` as `random_qp`, ``A = sparse(m, n)``,
     ``l = u = A x_sol`` with ``x_sol ~ N`` and ``m = n // 2``."""
+    dtype = float_dtype(dtype)
     m = n // 2 if m is None else m
     kM, kq, kA, kx = jax.random.split(key, 4)
     M = _sparse(kM, (n, n), density, dtype)
@@ -77,7 +81,7 @@ def eq_qp(key, n: int, m: int | None = None, *, dtype=jnp.float64, density: floa
 
 
 def portfolio(
-    key, k: int, n_assets: int | None = None, *, returns=None, gamma: float = 1.0, dtype=jnp.float64
+    key, k: int, n_assets: int | None = None, *, returns=None, gamma: float = 1.0, dtype=None
 ) -> QP:
     r"""Portfolio optimization with ``k`` factors and ``n = 100 k`` assets (default).
 
@@ -86,6 +90,7 @@ def portfolio(
     ``D = diag(U[0, 1] sqrt(k))``, expected returns ``mu ~ N`` unless ``returns`` is
     given (a parametric sequence: same ``key``, changing ``returns``).
     """
+    dtype = float_dtype(dtype)
     n = 100 * k if n_assets is None else n_assets
     kF, kD, kmu = jax.random.split(key, 3)
     F = _sparse(kF, (n, k), 0.5, dtype)
@@ -105,11 +110,12 @@ def portfolio(
     return QP(P, q, A, l, u)
 
 
-def lasso(key, n: int, m: int | None = None, *, dtype=jnp.float64) -> QP:
+def lasso(key, n: int, m: int | None = None, *, dtype=None) -> QP:
     r"""Lasso ``min ||A_d x - b||^2 + lambda ||x||_1`` as a QP in ``(x, y, t)``:
     ``min y'y + lambda 1't`` s.t. ``y = A_d x - b``, ``-t <= x <= t``;
     ``A_d = sparse(m, n, 0.15)`` with ``m = 100 n``, ``x_true`` half zeros,
     ``b = A_d x_true + N(0, 1)``, ``lambda = ||A_d' b||_inf / 5``."""
+    dtype = float_dtype(dtype)
     m = 100 * n if m is None else m
     kA, kx, km, kb = jax.random.split(key, 4)
     Ad = _sparse(kA, (m, n), 0.15, dtype)
@@ -135,10 +141,11 @@ def lasso(key, n: int, m: int | None = None, *, dtype=jnp.float64) -> QP:
     return QP(P, q, A, l, u)
 
 
-def huber(key, n: int, m: int | None = None, *, dtype=jnp.float64) -> QP:
+def huber(key, n: int, m: int | None = None, *, dtype=None) -> QP:
     r"""Huber fitting as a QP in ``(x, z, r, s)``: ``min 1/2 z'z + 1'(r + s)`` s.t.
     ``A_d x - b - z = r - s``, ``r, s >= 0``; ``A_d = sparse(m, n, 0.15)``, ``m = 100 n``,
     ``b = A_d x_true + noise`` (``N(0, 1/4)`` on 95% of rows, ``10 U[0, 1]`` outliers)."""
+    dtype = float_dtype(dtype)
     m = 100 * n if m is None else m
     kA, kx, kn, ko, kw = jax.random.split(key, 5)
     Ad = _sparse(kA, (m, n), 0.15, dtype)
@@ -165,10 +172,11 @@ def huber(key, n: int, m: int | None = None, *, dtype=jnp.float64) -> QP:
     return QP(P, q, A, l, u)
 
 
-def svm(key, n: int, m: int | None = None, *, gamma: float = 1.0, dtype=jnp.float64) -> QP:
+def svm(key, n: int, m: int | None = None, *, gamma: float = 1.0, dtype=None) -> QP:
     r"""Soft-margin SVM as a QP in ``(x, t)``: ``min x'x + gamma 1't`` s.t.
     ``t >= diag(b) A_d x + 1``, ``t >= 0``; ``m = 100 n`` samples, two classes
     (labels ``+-1``), features ``sparse(., n, 0.15) / sqrt(n)`` shifted by ``+-1/n``."""
+    dtype = float_dtype(dtype)
     m = 100 * n if m is None else m
     half = m // 2
     m = 2 * half
@@ -221,7 +229,7 @@ def _dare(Ad, Bd, Q, R, iters=300):
     return jax.lax.fori_loop(0, iters, body, Q + 0.0)
 
 
-def mpc(key, nx: int, nu: int | None = None, T: int = 10, *, x0=None, dtype=jnp.float64) -> QP:
+def mpc(key, nx: int, nu: int | None = None, T: int = 10, *, x0=None, dtype=None) -> QP:
     r"""Linear MPC / optimal control over horizon ``T`` (OSQP suite "Control").
 
     ``min sum_t x_t'Q x_t + u_t'R u_t + x_T'Q_T x_T`` s.t. ``x_{t+1} = A x_t + B u_t``,
@@ -231,6 +239,7 @@ def mpc(key, nx: int, nu: int | None = None, T: int = 10, *, x0=None, dtype=jnp.
     ``(x_0..x_T, u_0..u_{T-1})``; dynamics and ``x_0`` are equality rows. The system
     depends only on ``key``: change ``x0`` for a parametric (warm-start) sequence.
     """
+    dtype = float_dtype(dtype)
     nu = max(1, nx // 2) if nu is None else nu
     Ad, Bd, Qd, umax, xmax = _mpc_system(key, nx, nu, dtype)
     Q = jnp.diag(Qd)
@@ -262,7 +271,7 @@ def mpc(key, nx: int, nu: int | None = None, T: int = 10, *, x0=None, dtype=jnp.
 
 
 def infeasible_qp(
-    key, n: int, m: int | None = None, *, k: int = 2, gap: float = 1.0, dtype=jnp.float64
+    key, n: int, m: int | None = None, *, k: int = 2, gap: float = 1.0, dtype=None
 ) -> QP:
     r"""An infeasible variant of `random_qp` with a unique least-l1-violation set.
 
@@ -271,6 +280,7 @@ def infeasible_qp(
     pair, violating the original row costs ``gap``: the least l1 violation (if the
     other rows allow it) violates exactly the ``k`` original rows by ``gap``.
     """
+    dtype = float_dtype(dtype)
     base = random_qp(key, n, m, dtype=dtype)
     idx = jnp.arange(k) * 2 + 1  # odd rows have l = -inf (one-sided)
     Ak = 2 * base.A[idx]
@@ -320,7 +330,7 @@ def maros_meszaros_names(max_n: int | None = None, max_m: int | None = None) -> 
     return out
 
 
-def load_maros_meszaros(name_or_path: str | os.PathLike, *, dtype=jnp.float64) -> QP:
+def load_maros_meszaros(name_or_path: str | os.PathLike, *, dtype=None) -> QP:
     r"""Load a Maros-Meszaros problem (``.mat`` in the qpbenchmark/OSQP format) as a dense QP.
 
     ``name_or_path`` is a problem name (``"HS21"``) or a path to a ``.mat`` file with
@@ -333,6 +343,7 @@ def load_maros_meszaros(name_or_path: str | os.PathLike, *, dtype=jnp.float64) -
     This loader imports ``scipy.io`` lazily, inside the function: SciPy is *not* a
     runtime dependency of jaxsolve, only of this loader (install ``jaxsolve[dev]``).
     """
+    dtype = float_dtype(dtype)
     path = pathlib.Path(name_or_path)
     if path.suffix != ".mat":
         found = _mm_path(str(name_or_path))

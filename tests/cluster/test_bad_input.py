@@ -18,6 +18,12 @@ ERRORS = [
     ("key int", lambda: kmeans(_X, 2, key=3), TypeError, "key"),
     ("key float array", lambda: kmeans(_X, 2, key=jnp.ones(2)), TypeError, "key"),
     ("bfloat16", lambda: kmeans(jnp.asarray(_X, jnp.bfloat16), 2, key=_KEY), TypeError, "X"),
+    (
+        "float16",
+        lambda: kmeans(jnp.asarray(_X, jnp.float16), 2, key=_KEY),
+        TypeError,
+        r"^X has dtype float16: .*; pass X.astype",
+    ),
     ("int X", lambda: kmeans(_X.astype(np.int32), 2, key=_KEY), TypeError, "X"),
     ("nan X", lambda: kmeans(np.where(_X > 1, np.nan, _X), 2, key=_KEY), ValueError, "X"),
     ("inf X", lambda: kmeans(np.where(_X > 1, np.inf, _X), 2, key=_KEY), ValueError, "X"),

@@ -68,3 +68,21 @@ def test_badly_scaled_agent_converges_to_the_certified_point():
         residual = solver.optimality(sol.x, problem)
         assert float(jnp.max(jnp.abs(residual))) < 1e-6
         assert float(jnp.max(jnp.abs(sol.x - sol.x[0]))) < 1e-6
+
+
+@pytest.mark.parametrize(
+    "reg, match",
+    [
+        (-0.1, "reg .* must be finite and non-negative"),
+        (jnp.array([0.1, -0.1]), "reg .* must be finite and non-negative"),
+        (float("nan"), "reg contains NaN"),
+        (float("inf"), "reg .* must be finite"),
+        ((1.0, -1.0), r"reg = \(lo, hi\) of a Box must have lo <= hi"),
+    ],
+    ids=["negative", "negative entry", "nan", "inf", "box lo > hi"],
+)
+def test_bad_regularizer_weights_are_named(reg, match):
+    """A negative L1 weight ran every solver to MAX_STEPS (-lam ||x||_1 is unbounded)."""
+    A, b = jnp.ones((N_AG, M, DIM)), jnp.ones((N_AG, M))
+    with pytest.raises(ValueError, match=match):
+        D.make_problem((A, b), D.metropolis_hastings(D.ring(N_AG)), reg)

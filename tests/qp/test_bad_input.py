@@ -38,7 +38,20 @@ ERRORS = [
         "l and u",
     ),
     ("int P", lambda: solve_qp(_BOX._replace(P=jnp.eye(3, dtype=jnp.int32))), TypeError, "P"),
+    ("scalar q", lambda: solve_qp(QP(jnp.ones((1, 1)), 1.0)), ValueError, "q must have shape"),
+    (
+        "complex QP",
+        lambda: solve_qp(jax.tree.map(lambda v: v.astype(jnp.complex128), _BOX)),
+        TypeError,
+        "P must be real",
+    ),
     ("bfloat16", lambda: solve_qp(_bf16(_BOX)), TypeError, "bfloat16"),
+    (
+        "float16 q only",
+        lambda: solve_qp(_BOX._replace(q=_BOX.q.astype(jnp.float16))),
+        TypeError,
+        r"^q has dtype float16: .*; pass the QP converted",
+    ),
     ("None A", lambda: solve_qp(QP(_P, _BOX.q, None, _BOX.l, _BOX.u)), TypeError, "A is None"),
     (
         "empty batch",
@@ -174,3 +187,24 @@ def _unconstrained():
     P = jnp.array([[2.0, 0.5], [0.5, 1.0]])
     q = jnp.array([1.0, -1.0])
     return P, q, np.linalg.solve(np.asarray(P), -np.asarray(q))
+
+
+def test_generators_default_to_jax_default_float():
+    """Without x64 the generators build float32 (a float64 default warned and truncated);
+    with x64 they keep float64."""
+    import warnings
+
+    key = jax.random.key(0)
+    with jax.enable_x64(False), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert problems.random_qp(key, 3, 4).P.dtype == jnp.float32
+        assert problems.mpc(key, 2, T=2).q.dtype == jnp.float32
+    assert problems.random_qp(key, 3, 4).P.dtype == jnp.float64
+
+
+def test_nested_lists_are_a_qp():
+    """QP fields given as nested lists (raised 'Cannot determine dtype')."""
+    lists = QP(*(np.asarray(v).tolist() for v in _BOX))
+    sol = solve_qp(lists)
+    assert int(sol.status) == Status.SUCCESS
+    np.testing.assert_allclose(np.asarray(sol.x), [-0.5, 1.0, -1 / 6], atol=1e-6)
