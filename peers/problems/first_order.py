@@ -29,6 +29,22 @@ def osqp_ls(A, b, C, lo, hi, P_extra=None):
     return peers.osqp.solution(res)
 
 
+def osqp_ls_l1(A, b, r):
+    """min 1/2||A y - b||^2 s.t. ||y||_1 <= r, by OSQP on the lift y = p - q, p, q >= 0,
+    sum(p + q) <= r (tiny ridge on the lifted Hessian). Also the projections' l1-ball reference."""
+    A = np.asarray(A, np.float64)
+    b = np.asarray(b, np.float64)
+    n = A.shape[1]
+    C = np.vstack([np.eye(2 * n), np.ones((1, 2 * n))])
+    lo, hi = np.r_[np.zeros(2 * n), -np.inf], np.r_[np.full(2 * n, np.inf), r]
+    settings = dict(eps_abs=1e-12, eps_rel=1e-12, polishing=True, max_iter=400000)
+    res = peers.osqp.least_squares(
+        np.hstack([A, -A]), b, C, lo, hi, ridge=1e-13, raise_error=False, **settings
+    )
+    x = peers.osqp.solution(res)
+    return x[:n] - x[n:]
+
+
 def ls_l2_ball(A, b, r):
     """min 1/2||A x - b||^2 s.t. ||x|| <= r: x(lam) = (A'A + lam I)^-1 A'b, ||x(lam)|| = r."""
     A = np.asarray(A, np.float64)

@@ -10,8 +10,7 @@ import jaxsolve
 from jaxsolve.first_order import minimize_projected, projected_gradient
 from jaxsolve.projections import l1_ball, simplex
 from jaxsolve.testing import SolverCase
-from peers.problems.first_order import least_squares, osqp_ls
-from tests.projections._reference import osqp_ls_l1
+from peers.problems.first_order import least_squares, osqp_ls, osqp_ls_l1
 
 M, N = 8, 5
 

@@ -14,8 +14,7 @@ from jaxsolve import Status
 from jaxsolve import projections as P
 from jaxsolve.first_order import minimize_projected, projected_gradient
 from peers.problems import first_order as R
-from peers.problems.first_order import least_squares
-from tests.projections._reference import osqp_ls_l1
+from peers.problems.first_order import least_squares, osqp_ls_l1
 
 M, N = 12, 6
 W = np.linspace(0.2, 1.2, N)

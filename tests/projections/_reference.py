@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import peers.osqp
+from peers.problems.first_order import osqp_ls_l1
 
 
 def qp_project(x, C, lo, hi) -> np.ndarray:
@@ -21,22 +22,6 @@ def ref_simplex(x, s=1.0):
     n = x.size
     C = np.vstack([np.eye(n), np.ones((1, n))])
     return qp_project(x, C, np.r_[np.zeros(n), s], np.r_[np.full(n, np.inf), s])
-
-
-def osqp_ls_l1(A, b, r):
-    """min 1/2||A y - b||^2 s.t. ||y||_1 <= r, by OSQP on the lift y = p - q, p, q >= 0,
-    sum(p + q) <= r (tiny ridge on the lifted Hessian). Shared with tests/first_order."""
-    A = np.asarray(A, np.float64)
-    b = np.asarray(b, np.float64)
-    n = A.shape[1]
-    C = np.vstack([np.eye(2 * n), np.ones((1, 2 * n))])
-    lo, hi = np.r_[np.zeros(2 * n), -np.inf], np.r_[np.full(2 * n, np.inf), r]
-    settings = dict(eps_abs=1e-12, eps_rel=1e-12, polishing=True, max_iter=400000)
-    res = peers.osqp.least_squares(
-        np.hstack([A, -A]), b, C, lo, hi, ridge=1e-13, raise_error=False, **settings
-    )
-    x = peers.osqp.solution(res)
-    return x[:n] - x[n:]
 
 
 def ref_l1_ball(x, r=1.0):
