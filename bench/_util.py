@@ -6,8 +6,8 @@
   and the commit and date it was measured at (`provenance`);
 * the common header (`setup`): one BLAS/OpenMP thread, XLA flags, float64, and the
   repository root on ``sys.path`` (so that a script imports ``jaxsolve`` and ``peers``,
-  the reference-solver wrappers and the timer, after ``_util``); `optional` imports a
-  peer that may not be installed.
+  the reference-solver wrappers and the timer, after ``_util``); `optional` and `peer`
+  import a peer that may not be installed.
 
 Every script starts the same way, before numpy or jax is imported::
 
@@ -68,6 +68,19 @@ def optional(name: str):
         return importlib.import_module(name)
     except ImportError:
         return None
+
+
+def peer(*names: str) -> tuple:
+    """Import a peer that may be missing or broken: ``(*modules, "")`` for the modules
+    ``names`` (a package and the submodules a script uses), or ``(None, ..., why)`` when
+    one fails to import; ``why`` names the error and the install command. Any error
+    counts (a peer built for another JAX version can raise more than ImportError)."""
+    try:
+        return (*(importlib.import_module(name) for name in names), "")
+    except Exception as err:  # a broken peer is skipped like a missing one
+        top = names[0].split(".")[0]
+        why = f"{top} not available ({type(err).__name__}: {err}); pip install {top}"
+        return (*(None for _ in names), why)
 
 
 def results_path(name: str, quick: bool = False) -> pathlib.Path:

@@ -30,7 +30,7 @@ import argparse
 import sys
 import time
 
-from _util import setup, write_results
+from _util import peer, setup, write_results
 
 setup(threads=None)
 
@@ -44,14 +44,7 @@ from jaxsolve.first_order import projected_gradient  # noqa: E402
 from peers.problems import first_order as R  # noqa: E402
 from peers.timing import best_of_interleaved  # noqa: E402
 
-try:
-    import jaxopt
-    from jaxopt import projection as JP
-except Exception as err:  # pragma: no cover - optional peer
-    jaxopt = None
-    JAXOPT_MISSING = f"jaxopt not available ({type(err).__name__}: {err}); pip install jaxopt"
-else:
-    JAXOPT_MISSING = ""
+jaxopt, JP, JAXOPT_MISSING = peer("jaxopt", "jaxopt.projection")
 
 RADIUS, BOX = 1.0, 0.1
 TARGET = 1e-6  # common certificate, relative to its value at x0

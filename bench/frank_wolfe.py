@@ -25,7 +25,7 @@ import io
 import sys
 import time
 
-from _util import setup, write_results
+from _util import peer, setup, write_results
 
 setup(threads=None)
 
@@ -36,17 +36,10 @@ import jaxsolve  # noqa: E402
 from jaxsolve.frank_wolfe import frank_wolfe, optimistic_frank_wolfe  # noqa: E402
 from peers.problems import frank_wolfe as P  # noqa: E402
 
-try:
-    import copt  # noqa: F401
-    from copt.constraint import L1Ball, TraceBall
-    from copt.frank_wolfe import minimize_frank_wolfe
-except Exception as err:  # pragma: no cover - optional peer
-    minimize_frank_wolfe = None
-    COPT_MISSING = (
-        f"copt not available ({type(err).__name__}: {err}); install with pip install copt"
-    )
-else:
-    COPT_MISSING = ""
+_copt, _constraint, _fw, COPT_MISSING = peer("copt", "copt.constraint", "copt.frank_wolfe")
+L1Ball = _constraint and _constraint.L1Ball
+TraceBall = _constraint and _constraint.TraceBall
+minimize_frank_wolfe = _fw and _fw.minimize_frank_wolfe
 
 
 def numpy_problem(p):

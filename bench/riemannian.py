@@ -41,7 +41,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from _util import setup, write_results
+from _util import peer, setup, write_results
 
 setup()
 
@@ -54,15 +54,10 @@ from jaxsolve import manifolds as M  # noqa: E402
 from jaxsolve import riemannian as R  # noqa: E402
 from peers.problems import riemannian as P  # noqa: E402
 
-try:
-    import pymanopt
-    from pymanopt import optimizers as PO
-    from pymanopt.optimizers.line_search import BackTrackingLineSearcher
-except Exception as err:  # pragma: no cover - optional peer
-    pymanopt = None
-    MISSING = f"pymanopt not available ({type(err).__name__}: {err}); pip install pymanopt"
-else:
-    MISSING = ""
+pymanopt, PO, _line_search, MISSING = peer(
+    "pymanopt", "pymanopt.optimizers", "pymanopt.optimizers.line_search"
+)
+BackTrackingLineSearcher = _line_search and _line_search.BackTrackingLineSearcher
 
 OURS = {
     "gradient_descent": R.gradient_descent,

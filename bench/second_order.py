@@ -33,7 +33,7 @@ import argparse
 import sys
 import time
 
-from _util import setup, write_results
+from _util import peer, setup, write_results
 
 setup(threads=None)
 
@@ -56,13 +56,7 @@ from jaxsolve.second_order.problems import (  # noqa: E402
 )
 from peers.timing import compile_and_steady  # noqa: E402
 
-try:
-    import jaxopt
-except Exception as err:  # pragma: no cover - optional peer
-    jaxopt = None
-    JAXOPT_MISSING = f"jaxopt not available ({type(err).__name__}); pip install jaxopt"
-else:
-    JAXOPT_MISSING = ""
+jaxopt, JAXOPT_MISSING = peer("jaxopt")
 
 TOL = 1e-8
 
