@@ -19,9 +19,10 @@ sg = jax.lax.stop_gradient
 
 
 def as_point(name: str, x) -> jax.Array:
-    """The point to project: a non-empty floating array (integers are refused)."""
+    """The point to project: a non-empty real floating array (integers and complex
+    numbers are refused)."""
     x = jnp.asarray(x)
-    check_floating(name, x)
+    check_floating(name, x, real=True)
     if x.ndim == 0 or x.size == 0:
         raise ValueError(
             f"{name} must be a non-empty array with at least one axis, got shape {x.shape}"

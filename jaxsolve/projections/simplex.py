@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float
 
 from jaxsolve.projections._common import (
@@ -31,7 +32,9 @@ def project_simplex_flat(v: jax.Array, s: jax.Array) -> jax.Array:
     """Euclidean projection of the 1-D ``v`` onto the simplex ``{x >= 0, sum(x) = s}``."""
     # +inf entries: the projection's limit puts the whole mass s on them, split evenly
     # (the sort below would give inf - inf = NaN and then all zeros, off the simplex)
-    pinf = v == jnp.inf
+    # every entry -inf: no entry is above the others, the mass is split evenly too (the
+    # sort gave all zeros, off the simplex)
+    pinf = (v == jnp.inf) | jnp.all(v == -jnp.inf)
     n_inf = jnp.sum(pinf)
     out = _simplex_finite(jnp.where(pinf, 0.0, v).astype(v.dtype), s)
     at_inf = jnp.where(pinf, s / jnp.maximum(n_inf, 1).astype(v.dtype), 0.0).astype(v.dtype)
@@ -77,8 +80,9 @@ def simplex(x: Float[Array, " ..."], s: float | jax.Array = 1.0) -> Float[Array,
     Args:
         x: point to project; the constraint sums over all entries (use ``jax.vmap`` for
             a batch of vectors). ``+inf`` entries share the mass ``s`` evenly (the
-            limit of the projection), ``-inf`` entries get 0; NaN propagates.
-        s: the simplex's total, ``s >= 0`` (``s = 0`` gives the point ``0``).
+            limit of the projection), ``-inf`` entries get 0 (all ``-inf``: the mass
+            is split evenly); NaN propagates.
+        s: the simplex's total, finite and ``s >= 0`` (``s = 0`` gives the point ``0``).
 
     Returns:
         The projection, with the shape and dtype of ``x``.
@@ -86,6 +90,8 @@ def simplex(x: Float[Array, " ..."], s: float | jax.Array = 1.0) -> Float[Array,
     x = as_point("x", x)
     s = as_param("s", s, x)
     check_nonneg("s", s)
+    if concrete(s) and np.isinf(np.asarray(s)):
+        raise ValueError(f"s must be finite, got {np.asarray(s)}")
     return project_simplex_flat(x.ravel(), s).reshape(x.shape)
 
 

@@ -20,6 +20,9 @@ ERRORS = [
     ("l2 r<0", lambda: P.l2_ball(jnp.ones(3), -1.0), ValueError, "r must"),
     ("l2 int", lambda: P.l2_ball(jnp.arange(3)), TypeError, "x"),
     ("box empty", lambda: P.box(jnp.zeros((0,))), ValueError, "x"),
+    ("simplex complex", lambda: P.simplex(jnp.array([1 + 1j, 0j])), TypeError, "x must be real"),
+    ("l2 complex", lambda: P.l2_ball(jnp.array([1 + 1j, 0j])), TypeError, "x must be real"),
+    ("simplex s inf", lambda: P.simplex(jnp.ones(3), jnp.inf), ValueError, "s must be finite"),
 ]
 
 
@@ -34,6 +37,8 @@ def test_simplex_with_inf_is_on_the_simplex():
     np.testing.assert_array_equal(P.simplex(_INF), [1.0, 0.0, 0.0])
     np.testing.assert_array_equal(P.simplex(jnp.array([jnp.inf, 1.0, jnp.inf]), 2.0), [1.0, 0, 1.0])
     np.testing.assert_allclose(P.simplex(jnp.array([-jnp.inf, 0.3, 0.1])), [0.0, 0.6, 0.4])
+    # every entry -inf returned all zeros, off the simplex
+    np.testing.assert_array_equal(P.simplex(jnp.full(4, -jnp.inf), 2.0), [0.5] * 4)
 
 
 @pytest.mark.parametrize(
