@@ -70,6 +70,18 @@ class FWInfo(NamedTuple):
     slope: jax.Array
 
 
+def certified_error(f, lower, gap):
+    """``min(gap, f - lower)``, the certified bound on ``f - f*``; where ``f - lower`` is
+    below the current gap, the rounding of the bounds ``f_i - g_i``,
+    ``eps (|f| + |lower|)``, is added, so cancellation cannot drive it to 0 (at
+    ``f ~ 1e300`` a gap of ``1e150`` vanished in ``f - (f - gap)``: SUCCESS at the start,
+    far from the minimum). At an exact optimum (``gap = 0``) it stays 0."""
+    eps = jnp.finfo(jnp.result_type(f)).eps
+    err = f - lower
+    slack = jnp.where(err < gap, eps * (jnp.abs(f) + jnp.abs(lower)), 0)
+    return jnp.minimum(gap, err + slack)
+
+
 def _evaluate(fun, lmo, x, args):
     f, g = jax.value_and_grad(fun)(x, args)
     v = lmo(g)
@@ -143,7 +155,7 @@ class FrankWolfe(AbstractSolver):
         return FWState(
             x=x0,
             iter_num=jnp.int32(0),
-            error=(f - lower).astype(dtype),
+            error=certified_error(f, lower, gap).astype(dtype),
             status=start_status(self.lmo, x0, variant),
             value=f,
             grad=g,
@@ -264,7 +276,7 @@ class FrankWolfe(AbstractSolver):
         new = FWState(
             x=x_new,
             iter_num=state.iter_num + 1,
-            error=(f - lower).astype(dtype),
+            error=certified_error(f, lower, gap).astype(dtype),
             status=status,
             value=f,
             grad=g_new,

@@ -75,3 +75,13 @@ def test_wrong_length_x0_names_x0():
     solver = frank_wolfe(_quad, lmo.probability_simplex())
     with pytest.raises(ValueError, match="x0"):
         jaxsolve.solve(solver, jnp.full(3, 1 / 3), _B)
+
+
+def test_huge_scale_gap_is_not_lost_to_cancellation():
+    """b scaled by 1e150 (f ~ 1e300): the certified gap f - (f - g) rounded to 0 and the
+    start x0 = 1/4 was SUCCESS; the minimum over the simplex is the vertex e_1."""
+    sol = jaxsolve.solve(
+        frank_wolfe(_quad, lmo.probability_simplex()), jnp.full(4, 0.25), _B * 1e150
+    )
+    assert int(sol.status) == Status.SUCCESS
+    np.testing.assert_array_equal(np.asarray(sol.x), [0.0, 1.0, 0.0, 0.0])
