@@ -38,7 +38,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsolve.core.validation import check_finite, check_floating, is_concrete
+from jaxsolve.core.validation import check_finite, check_floating, check_not_half, is_concrete
 
 __all__ = ["Polytope", "Factors", "factorize", "ruiz_equilibration"]
 
@@ -293,7 +293,8 @@ def _as_matrix(name, M):
         return None
     if isinstance(M, list | tuple):
         M = np.asarray(M)
-    check_floating(name, M)
+    check_floating(name, M, real=True)
+    check_not_half(name, M, "the polytope's factorizations (LAPACK) run in float32 or float64 only")
     M = jnp.asarray(M)
     if M.ndim != 2:
         raise ValueError(

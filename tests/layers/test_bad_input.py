@@ -62,6 +62,13 @@ ERRORS = [
     ("y shape", lambda: project(jnp.ones((2, 5)), _box_poly(1.0)), ValueError, "y"),
     ("int y", lambda: project(jnp.ones((2, _N), jnp.int32), _box_poly(1.0)), TypeError, "y"),
     ("not a polytope", lambda: project(jnp.ones((2, _N)), "box"), TypeError, "polytope"),
+    (
+        "float16 C",
+        lambda: Polytope(C=jnp.ones((1, 3), jnp.float16), l=-jnp.ones(1), u=jnp.ones(1)),
+        TypeError,
+        "C has dtype float16",
+    ),
+    ("complex A", lambda: Polytope(A=jnp.ones((1, 3), complex), b=jnp.ones(1)), TypeError, "A"),
 ]
 
 
