@@ -139,6 +139,10 @@ class GaussNewton(AbstractSolver):
     def init(self, x0, args) -> GNState:
         v, unravel = ravel_pytree(x0)
         r, vjp = jax.vjp(_flat_residual(self.residual_fn, unravel, args), v)
+        if r.size == 0:  # a shape: known under tracing too
+            raise ValueError(
+                f"residual_fn returned an empty residual (shape {r.shape}): there is nothing to fit"
+            )
         g = vjp(r)[0]
         dtype = v.dtype
         return GNState(

@@ -44,6 +44,11 @@ ERRORS = [
     ("damping < 0", lambda: gauss_newton(_lin, damping=-1.0), "damping"),
     ("damping 0 adaptive", lambda: gauss_newton(_lin, damping=0.0), "damping"),
     ("residual_fn", lambda: gauss_newton("r"), "residual_fn"),
+    (
+        "empty residual",
+        lambda: jaxsolve.solve(gauss_newton(lambda x, a: x[:0]), jnp.zeros(2), None),
+        "residual_fn returned an empty residual",
+    ),
     ("gamma0", lambda: gradient_regularized_newton(lambda x, a: x @ x, gamma0=-1.0), "gamma0"),
 ]
 
