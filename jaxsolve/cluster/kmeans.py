@@ -189,7 +189,7 @@ def kmeans(
         key = jax.random.key(0)
     check_key("key", key)
     X = jnp.asarray(X)
-    check_floating("X", X)
+    check_floating("X", X, real=True)
     if X.ndim != 2:
         raise ValueError(f"X must have shape (n, d), got {X.shape}")
     check_not_half("X", X, "the relaxation's eigen/QR steps run in float32 or float64 only")
@@ -199,6 +199,10 @@ def kmeans(
         raise ValueError("X contains Inf")
     n = X.shape[0]
     k = _check_k("n_clusters", n_clusters, n)
+    if max_steps is not None and (
+        isinstance(max_steps, bool) or not isinstance(max_steps, int | np.integer) or max_steps < 1
+    ):
+        raise ValueError(f"max_steps must be a positive int, got {max_steps!r}")
     if not (isinstance(polish, int) and polish >= 0):
         raise ValueError(f"polish must be a non-negative int, got {polish!r}")
     dt = X.dtype

@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsolve.core import Solution, Status, solve
-from jaxsolve.core.validation import check_finite, check_floating
+from jaxsolve.core.validation import check_finite, check_floating, check_not_half
 
 __all__ = ["ratio_cut", "RatioCutState", "ratio_cut_cost", "laplacian", "spectral_start"]
 
@@ -92,7 +92,8 @@ def _group_matrix(n, c, dtype):
 
 def _check_affinity(w, name="W"):
     w = jnp.asarray(w)
-    check_floating(name, w)
+    check_floating(name, w, real=True)
+    check_not_half(name, w, "the spectral start's eigensolver runs in float32 or float64 only")
     if w.ndim != 2 or w.shape[0] != w.shape[1]:
         raise ValueError(f"{name} must be a square (n, n) matrix, got shape {w.shape}")
     check_finite(name, w)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from jaxsolve import Status
-from jaxsolve.cluster import kmeans
+from jaxsolve.cluster import kmeans, ratio_cut
 from tests.cluster._data import mixture
 
 _KEY = jax.random.key(0)
@@ -33,6 +33,14 @@ ERRORS = [
     ("k > n", lambda: kmeans(_X, 13, key=_KEY), ValueError, "n_clusters"),
     ("k float", lambda: kmeans(_X, 2.0, key=_KEY), TypeError, "n_clusters"),
     ("n_init 0", lambda: kmeans(_X, 2, key=_KEY, n_init=0), ValueError, "n_init"),
+    ("complex X", lambda: kmeans(_X.astype(complex), 2, key=_KEY), TypeError, "X must be real"),
+    ("max_steps 0", lambda: kmeans(_X, 2, key=_KEY, max_steps=0), ValueError, "max_steps"),
+    (
+        "ratio_cut float16 W",
+        lambda: ratio_cut(np.ones((6, 6), np.float16), 2),
+        TypeError,
+        "W has dtype float16",
+    ),
 ]
 
 
