@@ -30,8 +30,9 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2 --dist worksteal -m "not slow" --durations=15
 
+# the slow tier is long runs, not compiles: it compiles as users do (tests/conftest.py)
 test-slow: $(STAMP)
-	$(BIN)/python -m pytest -q -m slow
+	JAXSOLVE_TEST_FULL_OPT=1 $(BIN)/python -m pytest -q -m slow
 
 bench: $(BENCH_STAMP)
 	for f in $(wildcard bench/*.py); do echo "== $$f"; $(BIN)/python $$f || exit 1; done
