@@ -6,7 +6,9 @@ import dataclasses
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
+from jaxsolve.core.validation import check_floating, check_positive
 from jaxsolve.manifolds.base import Manifold, check_int, default_float
 
 __all__ = ["DoublyStochastic", "sinkhorn"]
@@ -17,8 +19,22 @@ def sinkhorn(y, *, tol=None, max_iter: int = 2000):
 
     Alternately divides rows and columns by their sums until the row sums are within
     ``tol`` of one (the column sums are exactly one after each sweep), at most
-    ``max_iter`` sweeps (a ``lax.while_loop``: vmap-able).
+    ``max_iter`` sweeps (a ``lax.while_loop``: vmap-able). A concrete ``y`` must be
+    strictly positive (a zero row gave NaN, a negative entry a matrix off the set),
+    ``max_iter`` a positive int and ``tol`` non-negative.
     """
+    y = jnp.asarray(y)
+    check_floating("y", y, real=True)
+    check_positive("y", y)
+    if isinstance(max_iter, bool) or not isinstance(max_iter, int | np.integer) or max_iter < 1:
+        raise ValueError(f"max_iter must be a positive int, got {max_iter!r}")
+    check_positive("tol", tol, allow_none=True, strict=False)
+    return _sinkhorn(y, tol, max_iter)
+
+
+def _sinkhorn(y, tol, max_iter):
+    """`sinkhorn` without its input checks (the manifold's own calls: retraction, random
+    point; a NaN there propagates to the residual)."""
     dt = y.dtype
     tol = jnp.asarray(20 * jnp.finfo(dt).eps * y.shape[0] if tol is None else tol, dt)
 
@@ -109,7 +125,7 @@ class DoublyStochastic(Manifold):
         logy = logy - jnp.max(logy, axis=1, keepdims=True)
         floor = jnp.finfo(dt).tiny ** 0.25
         y = jnp.maximum(jnp.exp(logy), floor)
-        return sinkhorn(y, max_iter=self.max_sinkhorn)
+        return _sinkhorn(y, None, self.max_sinkhorn)
 
     def residual(self, x):
         return jnp.maximum(
@@ -122,7 +138,7 @@ class DoublyStochastic(Manifold):
 
     def random_point(self, key, dtype=None):
         z = jnp.abs(jax.random.normal(key, (self.n, self.n), default_float(dtype)))
-        return sinkhorn(z + 0.05, max_iter=self.max_sinkhorn)
+        return _sinkhorn(z + 0.05, None, self.max_sinkhorn)
 
     @property
     def dim(self) -> int:

@@ -13,10 +13,15 @@ from jaxsolve.manifolds import (
     Sphere,
     Stiefel,
     check_gradient,
+    sinkhorn,
 )
 
 ERRORS = [
     ("sphere 0", lambda: Sphere(0), ValueError, "shape"),
+    ("sinkhorn zero y", lambda: sinkhorn(jnp.zeros((3, 3))), ValueError, "y must be positive"),
+    ("sinkhorn negative y", lambda: sinkhorn(-jnp.ones((3, 3))), ValueError, "y must be positive"),
+    ("sinkhorn max_iter 0", lambda: sinkhorn(jnp.ones((3, 3)), max_iter=0), ValueError, "max_iter"),
+    ("sinkhorn tol nan", lambda: sinkhorn(jnp.ones((3, 3)), tol=jnp.nan), ValueError, "tol"),
     ("stiefel p > n", lambda: Stiefel(2, 3), ValueError, "p <= n"),
     ("stiefel float n", lambda: Stiefel(3.0, 2), ValueError, "n must"),
     ("doubly stochastic 0", lambda: DoublyStochastic(0), ValueError, "n must"),
