@@ -130,10 +130,48 @@ def _init(solver, x0, args):
 
 
 def _step(solver, state, args, options):
-    """One step, with the run-time ``options`` (a `Packed` or None) if any."""
+    """One step, with the run-time ``options`` (a `Packed` or None) if any; a State whose
+    structure, shapes or dtypes the step changes is named at trace time (the loops
+    would otherwise fail with a raw carry-type error)."""
     if options is None:
-        return solver.step(state, args)
-    return solver.step(state, args, options=options.unpack())
+        new, info = solver.step(state, args)
+    else:
+        new, info = solver.step(state, args, options=options.unpack())
+    _check_same_types(state, new)
+    return new, info
+
+
+def _weakly_typed(a) -> bool:
+    return bool(getattr(getattr(a, "aval", a), "weak_type", False))
+
+
+def _check_same_types(before, after) -> None:
+    leaves, tree = jax.tree_util.tree_flatten_with_path(before)
+    new_leaves, new_tree = jax.tree_util.tree_flatten_with_path(after)
+    if tree != new_tree:
+        raise TypeError(
+            f"step must return a State of the structure init returned; got {new_tree}, "
+            f"expected {tree}"
+        )
+    for (path, a), (_, b) in zip(leaves, new_leaves, strict=True):
+        if not hasattr(a, "dtype"):
+            continue
+        # the loops promote weakly typed carries themselves
+        same_dtype = _weakly_typed(a) or a.dtype == jnp.result_type(b)
+        if jnp.shape(a) != jnp.shape(b) or not same_dtype:
+            where = "State" + jax.tree_util.keystr(path)
+            hint = ""
+            if jnp.issubdtype(a.dtype, jnp.inexact):
+                hint = (
+                    " Data, constants or the solver's arithmetic of another dtype promoted "
+                    "it: pass x0 and the problem data in one dtype (float32 or float64 "
+                    "where a solver does not keep 16-bit floats)."
+                )
+            raise TypeError(
+                f"step changed {where} from {a.dtype}{list(jnp.shape(a))} to "
+                f"{jnp.result_type(b)}{list(jnp.shape(b))}; a step must keep the types "
+                f"init gave the State.{hint}"
+            )
 
 
 def _final(solver, state, args, tol, num_steps, history, info=None) -> Solution:

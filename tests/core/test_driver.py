@@ -160,6 +160,19 @@ def test_bad_x0():
         jaxsolve.solve(lambda x: x, jnp.zeros(5), (A, b))
 
 
+def test_step_that_changes_the_state_types_is_named():
+    """A float16 x0 promoted to float64 by the data, in the while loop and the scan: the
+    driver names the State field and both types (was lax's raw carry-type error)."""
+    A, b = _problem()
+    x0 = jnp.zeros(5, jnp.float16)
+    for loop in ("while", "fixed"):
+        with pytest.raises(TypeError, match=r"State\.x from float16\[5\] to float64\[5\]"):
+            jaxsolve.solve(gd(0.2), x0, (A, b), loop=loop, max_steps=3)
+    # same dtype in and out: runs
+    sol = jaxsolve.solve(gd(0.2), x0, (A.astype(jnp.float16), b.astype(jnp.float16)), max_steps=3)
+    assert sol.x.dtype == jnp.float16
+
+
 def test_throw_under_jit_raises():
     A, b = _problem()
     f = jax.jit(
