@@ -33,6 +33,11 @@ DPO_KINDS = ("sigmoid", "ipo", "hinge", "robust")
 
 
 def _check_same_shape(**arrays):
+    for name, v in arrays.items():
+        if isinstance(v, list | tuple):  # as jnp functions do, refuse Python sequences
+            raise TypeError(
+                f"{name} must be an array (wrap it in jnp.asarray), got a {type(v).__name__}"
+            )
     shapes = {k: np.shape(v) for k, v in arrays.items()}
     first_name, first = next(iter(shapes.items()))
     for name, shape in shapes.items():

@@ -129,7 +129,8 @@ def start_status(manifold, x0):
 
 
 def check_point(manifold, x, name: str = "x0") -> None:
-    """Raise ``ValueError`` if the pytree ``x`` does not have the manifold's point shapes.
+    """Raise ``ValueError`` if the pytree ``x`` does not have the manifold's point shapes
+    (``TypeError`` if a leaf is not a real floating array).
 
     Runs at trace time on static shapes, so a wrong start fails before anything runs.
     Manifolds without ``point_shape`` are not checked.
@@ -144,6 +145,9 @@ def check_point(manifold, x, name: str = "x0") -> None:
         for i, (m, xi) in enumerate(zip(manifold.manifolds, x, strict=True)):
             check_point(m, xi, f"{name}[{i}]")
         return
+    from jaxsolve.core.validation import check_floating
+
+    check_floating(name, x, real=True)  # the manifolds are real; integers cannot move
     try:
         want = tuple(manifold.point_shape)
     except NotImplementedError:

@@ -16,6 +16,14 @@ ERRORS = [
     ("beta < 0", lambda: dpo_loss(_A, _A, _A, _A, beta=-1.0), ValueError, "beta"),
     ("beta nan", lambda: dpo_loss(_A, _A, _A, _A, beta=float("nan")), ValueError, "beta"),
     ("kind", lambda: dpo_loss(_A, _A, _A, _A, kind="nope"), ValueError, "kind"),
+    # a Python list reached jnp.result_type's raw 'Cannot determine dtype'
+    ("list", lambda: dpo_loss(_A, _A, [-1.0, -2.0, -0.5, -3.0], _A), TypeError, "ref_chosen_logps"),
+    (
+        "complex",
+        lambda: dpo_loss(_A + 0j, _A, _A, _A),
+        TypeError,
+        "policy_chosen_logps",
+    ),
 ]
 
 

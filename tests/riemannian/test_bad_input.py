@@ -54,7 +54,18 @@ ERRORS = [
     ("x0 shape", lambda f: jaxsolve.solve(f(_rayleigh, Sphere(5)), jnp.ones(4) / 2, _A), "x0"),
     ("cost", lambda f: f("not callable", Sphere(5)), "cost"),
     ("manifold", lambda f: f(_rayleigh, "sphere"), "manifold"),
+    # complex starts reached jax.grad's raw 'requires real-valued outputs'
+    ("x0 complex", lambda f: jaxsolve.solve(f(_rayleigh, Sphere(5)), jnp.ones(5) + 0j, _A), "x0"),
 ]
+
+
+def test_sixteen_bit_start_promoted_by_the_data_names_x0():
+    """A float16 x0 with float64 data: the step promotes State.x, which the loop cannot
+    carry (a raw while_loop carry-type error before); the driver names it and x0."""
+    x0 = (jnp.ones(5) / jnp.sqrt(5.0)).astype(jnp.float16)
+    solver = riemannian.gradient_descent(_rayleigh, Sphere(5))
+    with pytest.raises(TypeError, match=r"State\.x from float16.*x0"):
+        jaxsolve.solve(solver, x0, _A)
 
 
 @pytest.mark.parametrize("factory", FACTORIES, ids=lambda f: f.__name__)
