@@ -26,7 +26,9 @@ L_{t+1} = \frac{1}{A_{t+1}}\Big(\sum_{i\le t} a_i \ell_i(v_{t+1}) + a_{t+1}\ell_
 $$
 
 ``state.error`` is $f(x_t) - \max_{s \le t} L_s$, the certified primal-dual gap (the
-first lower bound is $f(x_0) - g_{FW}(x_0)$, so it is never above the initial FW gap).
+first lower bound is $f(x_0) - g_{FW}(x_0)$, so it is never above the initial FW gap);
+after a move, where it is below the rounding $\epsilon(|f| + |L|)$ of its two terms, that
+rounding is added, so cancellation at huge scales cannot fake a certificate.
 One oracle call and one gradient per step.
 """
 
@@ -110,10 +112,17 @@ class OptimisticFrankWolfe(AbstractSolver):
         gamma = jnp.where(move, a / A, 0.0)
         x = optax.tree.add_scale(state.x, gamma, optax.tree.sub(v, state.x))
         f, g_new = jax.value_and_grad(self.fun)(x, args)
+        # After a move, an f - lower below the rounding of f and lower, eps (|f| + |lower|),
+        # is no certificate (at f ~ 1e300 it cancelled to 0: SUCCESS one step from the
+        # start, far from the minimum), so the rounding is added there. Staying put keeps
+        # an exact 0 exact (a start at the optimum, a zero gradient).
+        err = f - lower
+        slack = jnp.finfo(dtype).eps * (jnp.abs(f) + jnp.abs(lower))
+        err = jnp.where(move & (err < slack), err + slack, err)
         new = OptimisticState(
             x=x,
             iter_num=state.iter_num + 1,
-            error=(f - lower).astype(dtype),
+            error=err.astype(dtype),
             status=state.status,
             value=f,
             grad=g_new,
