@@ -3,8 +3,14 @@
 A family script defines ``run(out_dir: pathlib.Path) -> list[dict]``. A row has the
 keys ``problem``, ``size``, ``solver``, ``status``, ``steps``, ``error``, ``time``
 (seconds, after compilation), ``reference`` (agreement with a reference, as text) and
-optionally ``history`` (per-step error, for the convergence plot). Scripts may save
-pictures into ``out_dir``.
+optionally ``metric`` and ``history`` (per-step error, for the convergence plot).
+Scripts may save pictures into ``out_dir``.
+
+``status`` is the solver's own `jaxsolve.core.Status` name on a real solve. A
+training loop (a fixed number of optimizer steps, no convergence test) has no such
+status: its row says ``fixed budget``, leaves ``error`` empty unless the run has a
+known target point, and reports what it trains for (a loss, an expected reward) in
+``metric``, named there ("train loss 0.0123").
 """
 
 from __future__ import annotations
@@ -17,7 +23,18 @@ import traceback
 
 import numpy as np
 
-COLUMNS = ("family", "problem", "size", "solver", "status", "steps", "error", "time", "reference")
+COLUMNS = (
+    "family",
+    "problem",
+    "size",
+    "solver",
+    "status",
+    "steps",
+    "error",
+    "metric",
+    "time",
+    "reference",
+)
 
 
 def row_from_solution(problem, size, solver, sol, seconds, reference="") -> dict:
