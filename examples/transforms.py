@@ -6,6 +6,11 @@
    AdamW converges to a shrunk, box-constrained point (|x| <= 1/lambda).
 2. A 64-32-10 MLP on scikit-learn digits (float32), AdamW vs cautious AdamW with the
    same schedule decaying to zero: final training loss.
+
+Every row is an optax loop of a fixed number of steps, with no convergence test and so
+no solver status: the status column says ``fixed budget``. The quadratic rows have a
+target, and their error is the distance to it (what the run reaches is said in the
+reference column); the MLP rows have none, and report their training loss as the metric.
 """
 
 from __future__ import annotations
@@ -88,6 +93,7 @@ def run(out_dir) -> list[dict]:
         "Adam + CWD": cautious_adamw(adam, weight_decay=lam),
         "AdamW": optax.adamw(adam, weight_decay=lam),
     }
+    shrink = lambda x: np.linalg.norm(x) / np.linalg.norm(X_STAR)
     for name, tx in cases.items():
         fn = jax.jit(lambda tx=tx: _quadratic(tx, steps))
         jax.block_until_ready(fn())
@@ -95,17 +101,20 @@ def run(out_dir) -> list[dict]:
         x = np.asarray(fn())
         seconds = time.perf_counter() - t0
         err = float(np.max(np.abs(x - X_STAR)))
+        if err < 1e-3:
+            outcome = "reaches x*"
+        else:  # decoupled decay's fixed point is not x*: what the claim is about
+            outcome = f"MISSES x*: ends at a shrunk point (|x|/|x*| = {shrink(x):.2f})"
         rows.append(
             {
                 "problem": "1/2|x - x*|^2, lambda=0.5",
                 "size": "5",
                 "solver": name,
-                "status": "SUCCESS",
+                "status": "fixed budget",
                 "steps": steps,
                 "error": err,
                 "time": seconds,
-                "reference": "error = max|x - x*|: "
-                + ("reaches x*" if err < 1e-3 else "converges to a shrunk point"),
+                "reference": f"error = max|x - x*|; {outcome}",
             }
         )
     steps = 400
@@ -116,12 +125,13 @@ def run(out_dir) -> list[dict]:
     for name, value, seconds in (("AdamW", base, t_base), ("cautious AdamW", ours, t_ours)):
         rows.append(
             {
-                "problem": "digits MLP, final train loss",
+                "problem": "digits MLP",
                 "size": "64-32-10",
                 "solver": name,
-                "status": "SUCCESS",
+                "status": "fixed budget",
                 "steps": steps,
-                "error": value,
+                "error": "",
+                "metric": f"train loss {value:.4f}",
                 "time": seconds,
                 "reference": f"cautious/AdamW loss ratio {ours / base:.3f}",
             }
