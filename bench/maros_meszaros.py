@@ -91,27 +91,10 @@ def _bucket(k):
 
 
 def pad_qp(qp):
-    """Pad to bucketed sizes so that problems share compilations: extra variables with
-    P = I, q = 0 and no constraint (optimal at 0), extra rows free (-inf <= 0 <= inf).
-    The padded problem has the same solution in the first n variables."""
-    import jax.numpy as jnp
-
-    from jaxsolve.qp import QP
-
-    n, m = qp.n, qp.m
-    N, M = _bucket(n), _bucket(m)
-    P = (
-        jnp.zeros((N, N), qp.P.dtype)
-        .at[:n, :n]
-        .set(qp.P)
-        .at[jnp.arange(n, N), jnp.arange(n, N)]
-        .set(1.0)
-    )
-    A = jnp.zeros((M, N), qp.A.dtype).at[:m, :n].set(qp.A)
-    q = jnp.zeros((N,), qp.q.dtype).at[:n].set(qp.q)
-    l = jnp.full((M,), -jnp.inf, qp.l.dtype).at[:m].set(qp.l)
-    u = jnp.full((M,), jnp.inf, qp.u.dtype).at[:m].set(qp.u)
-    return QP(P, q, A, l, u)
+    """Pad to this script's bucketed sizes (`jaxsolve.qp.QP.padded`), so that problems
+    share compilations; the padded problem has the same solution in the first n
+    variables."""
+    return qp.padded(_bucket(qp.n), _bucket(qp.m))
 
 
 def run_ours(qp, tol, max_steps, once=False):

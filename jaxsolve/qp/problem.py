@@ -125,6 +125,56 @@ class QP(NamedTuple):
         """Per-row violation ``dist(A x, [l, u])`` (>= 0)."""
         return interval_distance(self.A @ x, self.l, self.u)
 
+    def padded(self, n: int | None = None, m: int | None = None) -> QP:
+        r"""This QP grown to ``n`` variables and ``m`` rows (default: `bucket` sizes), so
+        that problems of many sizes share a few compiled programs.
+
+        Each added variable has ``P_ii = 1``, ``q_i = 0`` and a zero column in ``A``
+        (its solution is 0, decoupled from the rest); each added row is
+        ``-inf <= 0 x <= inf`` (never active, multiplier 0). The solution of the
+        original QP is ``sol.x[..., :self.n]`` with multipliers ``sol.state.y[...,
+        :self.m]``, at the same tolerance (the relative KKT measures take max norms,
+        which the zeros leave unchanged). Works on a batch (a leading axis).
+        """
+        n0, m0 = self.n, self.m
+        qp = with_constraint_rows(self)
+        n = bucket(n0) if n is None else int(n)
+        m = bucket(m0) if m is None else int(m)
+        if n < n0 or m < qp.m:
+            raise ValueError(
+                f"padded(n={n}, m={m}) cannot shrink a QP with n={n0} variables and m={qp.m} rows"
+            )
+        P, q, A, l, u = (jnp.asarray(v) for v in qp)
+        dn, dm = n - n0, m - qp.m
+        lead = [(0, 0)] * (q.ndim - 1)
+        eye = jnp.eye(n, dtype=P.dtype)[n0:, n0:]
+        P = jnp.pad(P, lead + [(0, dn), (0, dn)])
+        P = P.at[..., n0:, n0:].set(eye)
+        q = jnp.pad(q, lead + [(0, dn)])
+        A = jnp.pad(A, lead + [(0, dm), (0, dn)])
+        l = jnp.pad(l, lead + [(0, dm)], constant_values=-jnp.inf)
+        u = jnp.pad(u, lead + [(0, dm)], constant_values=jnp.inf)
+        return QP(P, q, A, l, u)
+
+
+def bucket(k: int) -> int:
+    """The padding size `QP.padded` uses for a size ``k``: the smallest of
+    ``2^j * (1, 1.25, 1.5, 1.75)`` (and 1, 2, ..., 8) at least ``k``.
+
+    Four buckets per doubling: a padded problem is less than 25% larger in each
+    dimension (at most about twice the dense factorization work), and the sizes 1 to
+    1000 fall into 36 buckets.
+    """
+    k = int(k)
+    if k <= 8:
+        return max(k, 1)
+    j = (k - 1).bit_length() - 1  # 2^j < k <= 2^(j+1)
+    for f in (1.25, 1.5, 1.75, 2.0):
+        size = int(round(f * 2**j))
+        if size >= k:
+            return size
+    return 2 ** (j + 1)
+
 
 def interval_distance(v, lo, up):
     """Per-entry distance of ``v`` to the interval ``[lo, up]`` (FlexQP's row violation)."""

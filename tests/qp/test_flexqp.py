@@ -31,14 +31,7 @@ _BN, _BM, _BB = 28, 46, 12
 
 def _pad_to(qp, n=_BN, m=_BM):
     """Pad to ``n`` variables and ``m`` rows without changing the solution (first n, m)."""
-    P, q, A, l, u = (np.asarray(v, np.float64) for v in qp)
-    n0, m0 = len(q), len(l)
-    Pp = np.eye(n)
-    Pp[:n0, :n0] = P
-    Ap = np.zeros((m, n))
-    Ap[:m0, :n0] = A
-    pad = lambda v, fill, k: np.concatenate([v, np.full(k - len(v), fill)])  # noqa: E731
-    return QP(Pp, pad(q, 0.0, n), Ap, pad(l, -INF, m), pad(u, INF, m))
+    return QP(*(jnp.asarray(v, jnp.float64) for v in qp)).padded(n, m)
 
 
 def _solve_batch(qps, **kw):
