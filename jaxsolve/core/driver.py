@@ -2,6 +2,10 @@
 
 The loop is compiled once per solver structure and problem shape. Termination and
 the final status follow one rule for every solver (see `solve`).
+
+One module: the compiled while and fixed loops, the host-driven progress loop and the
+implicit-adjoint wrapper all run the same private step and finalization (`_advance`,
+`_final`, which `jaxsolve.core.batch` reuses), so that one rule is written once.
 """
 
 from __future__ import annotations

@@ -40,6 +40,11 @@ restart decisions are treated as constants, the line search is not differentiate
 `minimize_projected` differentiates the solution implicitly through the fixed
 point $x = P_C(x - \nabla f(x)/L)$ (``adjoint=Implicit()``, the default of
 ``jaxsolve.solve`` for this solver, through `ProjectedGradient.optimality`).
+
+One module, just over 500 lines: the line search (`_backtrack`), the restart tests and
+the gradient-mapping measure share the step's private helpers (`_split`, `_project`,
+`_value_and_grad`) and the `PGState` layout; split, each would import the others'
+internals.
 """
 
 from __future__ import annotations
