@@ -123,11 +123,15 @@ def run(out_dir) -> list[dict]:
             "problem": "sin(2 pi 8 x), MLP width 64",
             "size": "128 pts",
             "solver": "gauss_newton (LM)",
-            "status": "SUCCESS" if k_lm is not None else "MAX_STEPS",
-            "steps": k_lm if k_lm is not None else 250,
-            "error": float(curve[(k_lm or 250) - 1]),
+            # 250 LM steps recorded by a scan: a fixed budget, not a solve with a stopping
+            # test; the row reports the MSE reached and the step it first fell below 1e-4
+            "status": "fixed budget",
+            "steps": 250,
+            "error": "",
+            "metric": f"MSE {float(curve[-1]):.1e}"
+            + (f" (<= 1e-4 at step {k_lm})" if k_lm is not None else " (never <= 1e-4)"),
             "time": seconds,
-            "reference": f"MSE; Adam(1e-2) best MSE in 2500 steps: {adam_best:.1e}",
+            "reference": f"Adam(1e-2) best MSE in 2500 steps: {adam_best:.1e}",
             "history": curve,
         }
     )
