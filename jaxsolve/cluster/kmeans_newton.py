@@ -212,15 +212,18 @@ class KMeansNewton(AbstractSolver):
                 v_new = radius * sphere.retract(v / radius, (t * xi) / radius)
                 return v_new, orth.retract(q, (t * omega) @ q)
 
+            # k = -1: the first trial (at t0) runs inside the loop, so `trial` is traced
+            # (and compiled) once, not once more for the loop's initial carry.
             def cond(c):
                 _, k, xt = c
-                return (k < 30) & ~jnp.all(lift(*xt) > (1 - hyper(self.tau, dt)) * u)
+                return (k < 0) | ((k < 30) & ~jnp.all(lift(*xt) > (1 - hyper(self.tau, dt)) * u))
 
             def body(c):
                 t, k, _ = c
-                return 0.5 * t, k + 1, trial(0.5 * t)
+                t = jnp.where(k < 0, t, 0.5 * t)
+                return t, k + 1, trial(t)
 
-            t, _, xt = jax.lax.while_loop(cond, body, (t0, jnp.int32(0), trial(t0)))
+            t, _, xt = jax.lax.while_loop(cond, body, (t0, jnp.int32(-1), (v, q)))
             return (t, xt) + evaluate(xt)
 
         if path == "linear":
@@ -240,17 +243,20 @@ class KMeansNewton(AbstractSolver):
                 ft, gt, et = evaluate(xt)
                 return t, xt, ft, gt, et, jnp.isfinite(ft) & (et <= gate)
 
+            # As in linear_step: k = -1 runs the first trial (at t0) inside the loop (one
+            # trace of the retraction and the cost, not two); the carry starts at x.
             def multiplicative_cond(c):
                 k, (*_, ok) = c
-                return (k < self.halvings) & ~ok
+                return (k < 0) | ((k < self.halvings) & ~ok)
 
             def multiplicative_body(c):
                 k, (t, *_) = c
-                return k + 1, multiplicative_trial(0.5 * t)
+                return k + 1, multiplicative_trial(jnp.where(k < 0, t, 0.5 * t))
 
             t0 = jnp.minimum(1.0, hyper(self.kappa, dt) / jnp.max(jnp.abs(rel)))
+            start = (t0, x, state.value, g, gnorm, jnp.asarray(False))
             _, (*trial_out, ok) = jax.lax.while_loop(
-                multiplicative_cond, multiplicative_body, (jnp.int32(0), multiplicative_trial(t0))
+                multiplicative_cond, multiplicative_body, (jnp.int32(-1), start)
             )
             t, x_new, f_new, g_new, e_new = jax.lax.cond(ok, lambda: tuple(trial_out), linear_step)
         xi, om = t * xi, t * om
