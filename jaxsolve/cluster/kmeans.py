@@ -23,6 +23,7 @@ from jaxsolve.cluster._problem import (
 from jaxsolve.cluster.kmeans_newton import kmeans_newton
 from jaxsolve.cluster.nlr import nlr, nlr_start
 from jaxsolve.core import Solution, Status, solve
+from jaxsolve.core.protocol import pack
 from jaxsolve.core.validation import (
     check_finite,
     check_floating,
@@ -231,29 +232,50 @@ def kmeans(
         tol = 1e-6 if dt == jnp.float64 else 1e-4
     if isinstance(n_init, bool) or not isinstance(n_init, int | np.integer) or n_init < 1:
         raise ValueError(f"n_init must be a positive int, got {n_init!r}")
-    data, _ = prepare_data(X)
+    if method == "newton":
+        solver, budget = kmeans_newton(mu=mu, **solver_options), max_steps or 500
+    else:
+        solver, budget = nlr(**solver_options), max_steps or 200_000
+    # The solver's numeric hyperparameters and tol are traced (a sweep reuses the
+    # program); shapes, k, rank, method, the step budget and polish are static.
+    packed = pack(solver)
     best = None
     keys = [key] + (list(jax.random.split(key, int(n_init) - 1)) if n_init > 1 else [])
     for kk in keys:
-        if method == "newton":
-            x0 = feasible_point(kk, n, k, rank, dt)
-            solver = kmeans_newton(mu=mu, **solver_options)
-            sol = solve(solver, x0, data, tol=tol, max_steps=max_steps or 500)
-            u = lift(*sol.x)
-        else:
-            x0 = nlr_start(kk, n, k, rank, dt)
-            sol = solve(nlr(**solver_options), x0, data, tol=tol, max_steps=max_steps or 200_000)
-            u = sol.x
-        labels, centers = _finish(X, u, k, polish)
-        obj = float(inertia(X, labels, centers))
+        # one compiled program per restart (the same one for every key)
+        labels, centers, obj, sol = _run(
+            X, kk, packed, tol, k=k, rank=rank, method=method, max_steps=budget, polish=polish
+        )
         # a restart that ends SUCCESS wins over a failed one, then the lower objective
-        rank_key = (int(sol.status) != Status.SUCCESS, obj)
+        rank_key = (int(sol.status) != Status.SUCCESS, float(obj))
         if best is None or rank_key < best[0]:
-            best = (rank_key, labels, centers, sol)
-    return _result(X, best[1], best[2], best[3])
+            best = (rank_key, labels, centers, obj, sol)
+    return _result(X, best[1], best[2], best[4], best[3])
 
 
-def _result(X, labels, centers, relaxation) -> Solution:
+@partial(jax.jit, static_argnames=("k", "rank", "method", "max_steps", "polish"))
+def _run(X, key, solver, tol, *, k, rank, method, max_steps, polish):
+    """One restart as one program: start, relaxation, rounding and polish, inertia.
+
+    Run eagerly, the data preparation, the lift and the inertia were ~25 one-op
+    programs, each compiled on the first call (a few hundred ms in all)."""
+    n, dt = X.shape[0], X.dtype
+    data, _ = prepare_data(X)
+    if method == "newton":
+        x0 = feasible_point(key, n, k, rank, dt)
+        sol = solve(solver, x0, data, tol=tol, max_steps=max_steps)
+        u = lift(*sol.x)
+    else:
+        x0 = nlr_start(key, n, k, rank, dt)
+        sol = solve(solver, x0, data, tol=tol, max_steps=max_steps)
+        u = sol.x
+    labels, centers = _finish(X, u, k, polish)
+    return labels, centers, inertia(X, labels, centers), sol
+
+
+def _result(X, labels, centers, relaxation, obj=None) -> Solution:
+    if obj is None:
+        obj = inertia(X, labels, centers)
     if relaxation is None:
         status, steps, error = jnp.int32(Status.SUCCESS), jnp.int32(0), jnp.zeros((), X.dtype)
     else:
@@ -264,7 +286,7 @@ def _result(X, labels, centers, relaxation) -> Solution:
         error=error,
         status=status,
         labels=labels,
-        inertia=inertia(X, labels, centers),
+        inertia=obj,
         relaxation=relaxation,
     )
     return Solution(x=centers, state=state, status=status, num_steps=steps, error=error)
