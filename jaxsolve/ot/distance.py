@@ -11,8 +11,8 @@ from jaxtyping import Array, ArrayLike, Float
 
 from jaxsolve.core import solve
 from jaxsolve.core.protocol import AbstractSolver, hyper
+from jaxsolve.ot._checks import check_densities, check_grid
 from jaxsolve.ot.grid import Grid
-from jaxsolve.ot.sobolev import check_densities, check_grid
 from jaxsolve.ot.transforms import (
     c_transform,
     cell_potential,
