@@ -278,11 +278,14 @@ def round_candidates(u, x, k: int, steps: int = 30):
     another floating-point reduction order; (1) alone was the previous rounding.
     `jaxsolve.cluster.kmeans` keeps the candidate with the lowest K-means objective.
     """
-    out = [round_labels(u, k, steps)]
-    for pts in (u, u @ (u.T @ x)):
-        labels, _ = lloyd(pts, farthest_first(pts, k), steps)
-        out.append(labels)
-    return jnp.stack(out)
+    rows = u / jnp.maximum(jnp.linalg.norm(u, axis=1, keepdims=True), jnp.finfo(u.dtype).tiny)
+
+    def cluster(pts):
+        return lloyd(pts, farthest_first(pts, k), steps)[0]
+
+    # (1) and (2) have the same shape: one batched program (compiled once, not twice)
+    first = jax.vmap(cluster)(jnp.stack([rows, u]))
+    return jnp.concatenate([first, cluster(u @ (u.T @ x))[None]])
 
 
 def centers_of(x, labels, k: int):
