@@ -8,6 +8,7 @@ Steady state is the median of later calls. Peers that are not installed are skip
 
     python bench/compile.py            # every entry, bench/results/compile.md
     python bench/compile.py --quick    # three entries (CI keeps the script working)
+    python bench/compile.py --only "nlp.minimize_sqp (HS71)"   # one entry, printed only
 """
 
 from __future__ import annotations
@@ -229,6 +230,418 @@ s = gauss_newton(lambda x, A: jnp.tanh(A @ x) - 0.5)
 f = lambda: jaxsolve.solve(s, jnp.zeros(10), A, tol=1e-8).x
 """,
     ),
+    "scipy least_squares (tanh residual, n=10)": (
+        "second order",
+        "host",
+        """
+import jax, numpy as np
+from scipy.optimize import least_squares
+A = np.asarray(jax.random.normal(jax.random.key(0), (30, 10)))
+f = lambda: least_squares(lambda x: np.tanh(A @ x) - 0.5, np.zeros(10), xtol=1e-12, ftol=1e-12).x
+""",
+    ),
+    "second_order.gradient_regularized_newton (logistic, n=10)": (
+        "logistic regression",
+        "jax",
+        """
+import jax, jax.numpy as jnp, jaxsolve
+from jaxsolve.second_order import gradient_regularized_newton
+X = jax.random.normal(jax.random.key(0), (200, 10))
+y = (X[:, 0] + 0.5 * jax.random.normal(jax.random.key(1), (200,)) > 0).astype(X.dtype)
+def fun(p, a):
+    X, y, mu = a
+    z = X @ p["w"] + p["b"]
+    return jnp.mean(jnp.logaddexp(0.0, z) - y * z) + 0.5 * mu * jnp.sum(p["w"] ** 2)
+s = gradient_regularized_newton(fun)
+p0 = {"w": jnp.zeros(10), "b": jnp.zeros(())}
+f = lambda: jaxsolve.solve(s, p0, (X, y, 1e-3), tol=1e-8).x["w"]
+""",
+    ),
+    "scikit-learn LogisticRegression (lbfgs, n=10)": (
+        "logistic regression",
+        "host",
+        """
+import jax, numpy as np
+from sklearn.linear_model import LogisticRegression
+X = np.asarray(jax.random.normal(jax.random.key(0), (200, 10)))
+y = (X[:, 0] + 0.5 * np.asarray(jax.random.normal(jax.random.key(1), (200,))) > 0).astype(int)
+# the same objective: mean loss + 1e-3/2 |w|^2 is C = 1 / (1e-3 * 200) times sum loss + |w|^2/2
+f = lambda: LogisticRegression(C=5.0, tol=1e-8, max_iter=1000).fit(X, y).coef_
+""",
+    ),
+    "riemannian.gradient_descent (sphere, n=50)": (
+        "riemannian",
+        "jax",
+        """
+import jax, jax.numpy as jnp, jaxsolve
+from jaxsolve.manifolds import Sphere
+from jaxsolve.riemannian import gradient_descent
+M = jax.random.normal(jax.random.key(0), (50, 50)); A = M + M.T
+s = gradient_descent(lambda x, A: x @ A @ x, Sphere(50))
+f = lambda: jaxsolve.solve(s, jnp.ones(50) / jnp.sqrt(50.0), A, tol=1e-6, max_steps=5000).x
+""",
+    ),
+    "riemannian.conjugate_gradient (sphere, n=50)": (
+        "riemannian",
+        "jax",
+        """
+import jax, jax.numpy as jnp, jaxsolve
+from jaxsolve.manifolds import Sphere
+from jaxsolve.riemannian import conjugate_gradient
+M = jax.random.normal(jax.random.key(0), (50, 50)); A = M + M.T
+s = conjugate_gradient(lambda x, A: x @ A @ x, Sphere(50))
+f = lambda: jaxsolve.solve(s, jnp.ones(50) / jnp.sqrt(50.0), A, tol=1e-6, max_steps=5000).x
+""",
+    ),
+    "riemannian.cubic_newton (sphere, n=50)": (
+        "riemannian",
+        "jax",
+        """
+import jax, jax.numpy as jnp, jaxsolve
+from jaxsolve.manifolds import Sphere
+from jaxsolve.riemannian import cubic_newton
+M = jax.random.normal(jax.random.key(0), (50, 50)); A = M + M.T
+s = cubic_newton(lambda x, A: x @ A @ x, Sphere(50))
+f = lambda: jaxsolve.solve(s, jnp.ones(50) / jnp.sqrt(50.0), A, tol=1e-8).x
+""",
+    ),
+    "scipy.linalg.eigh smallest eigenpair (the sphere n=50 answer)": (
+        "riemannian",
+        "host",
+        """
+import jax, numpy as np, scipy.linalg
+M = np.asarray(jax.random.normal(jax.random.key(0), (50, 50))); A = M + M.T
+f = lambda: scipy.linalg.eigh(A, subset_by_index=[0, 0])[1][:, 0]
+""",
+    ),
+    "regret.regret_matching (RM+, 6x7 game)": (
+        "regret matching",
+        "jax",
+        """
+import jax, jax.numpy as jnp, jaxsolve
+from jaxsolve.regret import regret_matching
+A = jax.random.normal(jax.random.key(0), (6, 7))
+s = regret_matching(lambda x, A: -(x["p"] @ A @ x["q"]))
+x0 = {"p": jnp.full(6, 1 / 6), "q": jnp.full(7, 1 / 7)}
+f = lambda: jaxsolve.solve(s, x0, A, tol=1e-8, max_steps=5000).x["p"]
+""",
+    ),
+    "sensing.weight_normalized (m=10, rank 3, gram)": (
+        "matrix sensing",
+        "jax",
+        """
+import jax, jaxsolve
+from jaxsolve import sensing as S
+meas, A = S.make_problem(jax.random.key(0), m=10, rank=3, n_measurements=1000, cond=10.0, form="gram")
+x0 = S.initial_point(jax.random.key(1), 10, 5)
+s = S.weight_normalized(direction_step=1.5)
+f = lambda: jaxsolve.solve(s, x0, meas, tol=1e-10, max_steps=5000).x[0]
+""",
+    ),
+    "transforms.cautious_adamw (optax loop, 200 steps, n=10)": (
+        "adamw",
+        "jax",
+        """
+import jax, jax.numpy as jnp, optax
+from jaxsolve.transforms import cautious_adamw
+A, b = jax.random.normal(jax.random.key(0), (30, 10)), jnp.ones(30)
+loss = lambda p: 0.5 * jnp.sum((A @ p["w"] - b) ** 2)
+tx = cautious_adamw(1e-2, weight_decay=0.1)
+def f():
+    def body(_, c):
+        p, st = c
+        u, st = tx.update(jax.grad(loss)(p), st, p)
+        return optax.apply_updates(p, u), st
+    p = {"w": jnp.zeros(10)}
+    return jax.lax.fori_loop(0, 200, body, (p, tx.init(p)))[0]["w"]
+""",
+    ),
+    "optax.adamw (optax loop, 200 steps, n=10)": (
+        "adamw",
+        "jax",
+        """
+import jax, jax.numpy as jnp, optax
+A, b = jax.random.normal(jax.random.key(0), (30, 10)), jnp.ones(30)
+loss = lambda p: 0.5 * jnp.sum((A @ p["w"] - b) ** 2)
+tx = optax.adamw(1e-2, weight_decay=0.1)
+def f():
+    def body(_, c):
+        p, st = c
+        u, st = tx.update(jax.grad(loss)(p), st, p)
+        return optax.apply_updates(p, u), st
+    p = {"w": jnp.zeros(10)}
+    return jax.lax.fori_loop(0, 200, body, (p, tx.init(p)))[0]["w"]
+""",
+    ),
+    "losses.dpo_loss + grad (batch 16)": (
+        "dpo loss",
+        "jax",
+        """
+import jax, jax.numpy as jnp
+from jaxsolve.losses import dpo_loss
+pw, pl, rw, rl = (-10 * jax.random.uniform(k, (16,)) for k in jax.random.split(jax.random.key(0), 4))
+loss = lambda pw, pl: dpo_loss(pw, pl, rw, rl, beta=0.1).mean()
+# the barrier keeps XLA from folding the whole call into constants (inputs are data)
+f = lambda: jax.value_and_grad(loss, argnums=(0, 1))(*jax.lax.optimization_barrier((pw, pl)))
+""",
+    ),
+    "losses.uni_dpo_loss + grad (batch 16, 32 tokens)": (
+        "dpo loss",
+        "jax",
+        """
+import jax, jax.numpy as jnp
+from jaxsolve.losses import uni_dpo_loss
+ks = jax.random.split(jax.random.key(0), 6)
+pw, pl, rw, rl = (-jax.random.uniform(k, (16, 32)) for k in ks[:4])
+sw, sl = 5 * jax.random.uniform(ks[4], (16,)), 5 * jax.random.uniform(ks[5], (16,))
+mask = jnp.broadcast_to(jnp.arange(32) < 24, (16, 32))
+loss = lambda pw, pl: uni_dpo_loss(
+    pw, pl, rw, rl, sw, sl, chosen_mask=mask, rejected_mask=mask, beta=2.0).mean()
+# the barrier keeps XLA from folding the whole call into constants (inputs are data)
+f = lambda: jax.value_and_grad(loss, argnums=(0, 1))(*jax.lax.optimization_barrier((pw, pl)))
+""",
+    ),
+    "submodular.maximize (coverage 100x60, k=10)": (
+        "submodular",
+        "jax",
+        """
+import jax, jaxsolve.submodular as sm
+P = jax.random.uniform(jax.random.key(0), (100, 60), maxval=0.05)
+fn = sm.probabilistic_coverage(P)
+f = lambda: sm.maximize(fn, sm.cardinality(10), jax.random.key(1)).value
+""",
+    ),
+    "submodular.lazy_greedy (coverage 100x60, k=10)": (
+        "submodular",
+        "jax",
+        """
+import jax, jaxsolve.submodular as sm
+P = jax.random.uniform(jax.random.key(0), (100, 60), maxval=0.05)
+fn = sm.probabilistic_coverage(P)
+f = lambda: sm.lazy_greedy(fn, sm.cardinality(10)).value
+""",
+    ),
+    "nlp.minimize_sqp (HS71)": (
+        "nlp",
+        "jax",
+        """
+import jax.numpy as jnp
+from jaxsolve.nlp import minimize_sqp
+f = lambda: minimize_sqp(
+    lambda x, a: x[0] * x[3] * (x[0] + x[1] + x[2]) + x[2], jnp.array([1.0, 5.0, 5.0, 1.0]),
+    eq=lambda x, a: jnp.array([jnp.sum(x**2) - 40]), ineq=lambda x, a: jnp.array([25 - jnp.prod(x)]),
+    lb=1.0, ub=5.0, tol=1e-6).x
+""",
+    ),
+    "scipy.optimize.minimize SLSQP (HS71)": (
+        "nlp",
+        "host",
+        """
+import numpy as np
+from scipy.optimize import minimize
+cons = [{"type": "eq", "fun": lambda x: np.sum(x**2) - 40}, {"type": "ineq", "fun": lambda x: np.prod(x) - 25}]
+f = lambda: minimize(lambda x: x[0] * x[3] * (x[0] + x[1] + x[2]) + x[2], np.array([1.0, 5.0, 5.0, 1.0]),
+                     method="SLSQP", bounds=[(1, 5)] * 4, constraints=cons, tol=1e-6).x
+""",
+    ),
+    "distributed.ds_admm (lasso, 10 agents, n=30)": (
+        "decentralized",
+        "jax",
+        """
+import jax, jax.numpy as jnp, jaxsolve
+from jaxsolve import distributed as D
+A, b = D.breast_cancer(10)
+W = D.metropolis_hastings(D.erdos_renyi(jax.random.key(0), 10, 0.5))
+problem = D.make_problem((A, b), W, 3.0)
+s = D.ds_admm(D.LeastSquares(), D.L1())
+f = lambda: jaxsolve.solve(s, jnp.zeros((10, A.shape[-1])), problem, tol=1e-8, max_steps=3000).x
+""",
+    ),
+    "distributed.rg_saga (federated, 10 clients, n=20)": (
+        "federated",
+        "jax",
+        """
+import jax, jax.numpy as jnp, jaxsolve
+from jaxsolve import distributed as D
+data = D.log_sum_quadratic(jax.random.key(0), 10, 20, 5)
+params = D.practical_parameters(10, 3, **D.log_sum_constants(data))
+s = D.rg_saga(D.LogSumQuadratic(), 3, seed=0, **params)
+f = lambda: jaxsolve.solve(s, jnp.zeros(20), data, tol=1e-2, max_steps=2000).x
+""",
+    ),
+    "blackbox.cma_es_solver (shifted sphere, n=10)": (
+        "cma-es",
+        "jax",
+        """
+import jax, jax.numpy as jnp, jaxsolve
+from jaxsolve.blackbox import cma_es_solver
+c = jnp.linspace(-1.0, 1.0, 10)
+s = cma_es_solver(lambda x, c: jnp.sum((x - c) ** 2), 10, sigma0=0.5)
+f = lambda: jaxsolve.solve(s, jnp.zeros(10), c, tol=1e-8, max_steps=3000).x
+""",
+    ),
+    "pycma CMAEvolutionStrategy (shifted sphere, n=10)": (
+        "cma-es",
+        "host",
+        """
+import numpy as np, cma
+c = np.linspace(-1.0, 1.0, 10)
+def f():
+    es = cma.CMAEvolutionStrategy(np.zeros(10), 0.5, {"verbose": -9, "seed": 1, "tolfun": 1e-16})
+    es.optimize(lambda x: float(np.sum((x - c) ** 2)))
+    return es.result.xbest
+""",
+    ),
+    "blackbox.cma_mae (sphere n=10, 20x20 archive, 50 iters)": (
+        "cma-mae",
+        "jax",
+        """
+import jax, jax.numpy as jnp
+from jaxsolve.blackbox import cma_mae, sphere_linear_projection
+bound = 10 / 2 * 5.12
+mae = cma_mae(solution_dim=10, dims=(20, 20), ranges=[(-bound, bound)] * 2)
+state = mae.init(jnp.zeros(10), jax.random.key(0))
+f = lambda: mae.run(sphere_linear_projection, state, 50)[1].norm_qd_score
+""",
+    ),
+    "pyribs CMA-MAE (sphere n=10, 20x20 archive, 50 iters)": (
+        "cma-mae",
+        "host",
+        """
+import numpy as np
+from ribs.archives import GridArchive
+from ribs.emitters import EvolutionStrategyEmitter
+from ribs.schedulers import Scheduler
+n, bound, shift = 10, 10 / 2 * 5.12, 0.4 * 5.12
+def sphere(X):  # the same benchmark as jaxsolve.blackbox.sphere_linear_projection
+    worst = n * (-5.12 - shift) ** 2
+    obj = (np.sum((X - shift) ** 2, 1) - worst) / -worst * 100
+    out = np.abs(X) > 5.12
+    Xf = np.where(out, 5.12 / np.where(out, X, 1), X)
+    return obj, np.stack([Xf[:, : n // 2].sum(1), Xf[:, n // 2 :].sum(1)], 1)
+def f():
+    kw = dict(solution_dim=n, dims=(20, 20), ranges=[(-bound, bound)] * 2)
+    archive = GridArchive(**kw, learning_rate=0.01, threshold_min=0.0, seed=0)
+    result = GridArchive(**kw, seed=0)
+    emitters = [EvolutionStrategyEmitter(archive, x0=np.zeros(n), sigma0=0.5, ranker="imp",
+                selection_rule="mu", restart_rule="basic", batch_size=36, seed=i) for i in range(15)]
+    sched = Scheduler(archive, emitters, result_archive=result)
+    for _ in range(50):
+        X = sched.ask(); obj, meas = sphere(X); sched.tell(obj, meas)
+    return np.asarray(result.stats.norm_qd_score)
+""",
+    ),
+    "blackbox.genbo (2-d, 5 rounds of 20)": (
+        "genbo",
+        "jax",
+        """
+import jax, jax.numpy as jnp
+from jaxsolve.blackbox import genbo, UniformBox, DiagonalGaussian
+lo, hi = jnp.full(2, -5.0), jnp.full(2, 10.0)
+prior = UniformBox(lo, hi)
+bo = genbo(prior, utility="ei", loss="preference", batch_size=20, rounds=5, n_initial=20, fit_steps=30)
+fun = lambda X: -jnp.sum((X - 1.0) ** 2, 1)
+X0 = prior.sample(jax.random.key(0), 20)
+state = bo.init(DiagonalGaussian((lo + hi) / 2, jnp.log((hi - lo) / 4), lo, hi), X0, fun(X0),
+                jax.random.key(1))
+f = lambda: bo.run(fun, state, 5)[1]
+""",
+    ),
+    "evaluation.sparse_eval (200 models x 60 items, K=5)": (
+        "sparse eval",
+        "host",
+        """
+import jax
+from jaxsolve import evaluation as ev
+bench = ev.synthetic_benchmark(jax.random.key(0), n_models=200, n_items=60)
+f = lambda: ev.sparse_eval(bench.Y, K=5, key=jax.random.key(1), n_test=20, n_val=20, rounds=2,
+                           epochs=200, final_epochs=400, check_every=100).anchors
+""",
+    ),
+    "guidance.latent_optimizer (cosine, nearest, 8x8x4 latent, 5 steps)": (
+        "guidance",
+        "jax",
+        """
+import jax, jax.numpy as jnp, jaxsolve
+from jaxsolve.guidance import latent_optimizer
+features = lambda z: jnp.tanh(z).reshape(-1, 4)
+z, zp, zr = (jax.random.normal(k, (8, 8, 4)) for k in jax.random.split(jax.random.key(0), 3))
+ref = features(zr)
+opt = latent_optimizer(features, kind="cosine", matcher="nearest", stepsize=0.1, lam=0.01)
+f = lambda: jaxsolve.solve(opt, z, (ref, zp), max_steps=5).x
+""",
+    ),
+    "layers.pinet_projection (n=100, one y)": (
+        "projection layer",
+        "jax",
+        """
+import jax, jax.numpy as jnp, jaxsolve
+from jaxsolve.layers import Polytope, pinet_projection, projection_args
+k1, k2, k3 = jax.random.split(jax.random.key(0), 3)
+A, C = jax.random.normal(k1, (50, 100)), jax.random.normal(k2, (50, 100))
+poly = Polytope(A, jnp.zeros(50), C, None, jnp.ones(50))
+y = jax.random.normal(k3, (100,))
+args = projection_args(y, poly)
+s = pinet_projection()
+f = lambda: jaxsolve.solve(s, y, args, tol=1e-6, max_steps=5000).x
+""",
+    ),
+    "cluster.ratio_cut (kNN graph, n=60, k=3)": (
+        "ratio cut",
+        "host",
+        """
+import numpy as np
+from sklearn.datasets import make_blobs
+from sklearn.neighbors import kneighbors_graph
+from jaxsolve.cluster import ratio_cut
+X, _ = make_blobs(60, centers=3, cluster_std=1.0, random_state=0)
+a = kneighbors_graph(X, 8, include_self=False).toarray(); W = 0.5 * (a + a.T)
+f = lambda: ratio_cut(W, 3).state.labels
+""",
+    ),
+    "scikit-learn SpectralClustering (kNN graph, n=60, k=3)": (
+        "ratio cut",
+        "host",
+        """
+import numpy as np
+from sklearn.cluster import SpectralClustering
+from sklearn.datasets import make_blobs
+from sklearn.neighbors import kneighbors_graph
+X, _ = make_blobs(60, centers=3, cluster_std=1.0, random_state=0)
+a = kneighbors_graph(X, 8, include_self=False).toarray(); W = 0.5 * (a + a.T)
+f = lambda: SpectralClustering(3, affinity="precomputed", random_state=0).fit(W).labels_
+""",
+    ),
+    "qp.deep_flexqp forward (untrained policy, n=20, m=40)": (
+        "qp",
+        "jax",
+        """
+import jax, jax.numpy as jnp, jaxsolve, jaxsolve.qp as Q
+qp = Q.problems.random_qp(jax.random.key(0), 20, 40)
+s = Q.deep_flexqp(key=jax.random.key(1))
+f = lambda: jaxsolve.solve(s, jnp.zeros(20), qp, tol=1e-6, max_steps=200).x
+""",
+    ),
+    "projections.simplex (n=1000)": (
+        "simplex projection",
+        "jax",
+        """
+import jax
+from jaxsolve.projections import simplex
+y = jax.random.normal(jax.random.key(0), (1000,))
+f = lambda: simplex(jax.lax.optimization_barrier(y))  # y is data, not a constant
+""",
+    ),
+    "jaxopt projection_simplex (n=1000)": (
+        "simplex projection",
+        "jax",
+        """
+import jax
+from jaxopt.projection import projection_simplex
+y = jax.random.normal(jax.random.key(0), (1000,))
+f = lambda: projection_simplex(jax.lax.optimization_barrier(y))
+""",
+    ),
 }
 
 QUICK = (
@@ -296,8 +709,27 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default=None)
+    ap.add_argument(
+        "--only",
+        action="append",
+        metavar="NAME",
+        help="run only this entry (an exact name, or a substring naming one entry; repeatable) "
+        "and print its result; no table is written",
+    )
     a = ap.parse_args(argv)
     names = QUICK if a.quick else tuple(ENTRIES)
+    if a.only:
+        picked = []
+        for want in a.only:
+            hits = [n for n in ENTRIES if n == want] or [n for n in ENTRIES if want in n]
+            if len(hits) != 1:
+                ap.error(f"--only {want!r} matches {len(hits)} entries: {hits}")
+            picked.append(hits[0])
+        for name in picked:
+            t0 = time.perf_counter()
+            r = run_entry(name)
+            print(f"{name}: {json.dumps(r)} ({time.perf_counter() - t0:.1f} s with start-up)")
+        return
     results = {}
     for name in names:
         t0 = time.perf_counter()
@@ -332,6 +764,15 @@ def main(argv=None):
             "second_order",
             "regret",
             "sensing",
+            "transforms",
+            "losses",
+            "submodular",
+            "nlp",
+            "distributed",
+            "blackbox",
+            "evaluation",
+            "guidance",
+            "projections",
         }
     )
     for name in names:
