@@ -27,6 +27,10 @@ $R$ (both from one SVD), i.e. $2(n+m)\min(k, r)$ flops per example and
 step instead of the $(n+m)^2$ of a dense projector or the
 $2(n+m)(p+m)$ of the pseudo-inverse form ``x - A^+(Ax - b)`` used by the
 ``pinet-hcnn`` package.
+
+One module, just over 500 lines: the set and its factorization share the lift above (the
+matrix $M$ that `Polytope` defines is the one `factorize` equilibrates and projects onto),
+and split, each half would need this derivation again.
 """
 
 from __future__ import annotations
