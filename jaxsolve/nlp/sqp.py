@@ -60,6 +60,11 @@ elastic mode of SNOPT without a mode switch.
 Warm starts: each subproblem starts from the previous one's multipliers, ADMM
 penalty and elastic weight (`jaxsolve.qp.WarmStart`). Everything runs in one
 compiled program, so ``jax.vmap`` over problem data solves a batch.
+
+One module: the subproblem's assembly, the merit line search and the KKT residual are
+methods over the same user functions, bounds and violation measure (`SQP._values`,
+`_bounds`, `_violation`) and the `SQPState` layout; split, each would import the others'
+internals. The Hessian models are pure functions in `jaxsolve.nlp.hessian`.
 """
 
 from __future__ import annotations
@@ -75,6 +80,7 @@ import numpy as np
 from jaxsolve.core import Solution, Status, solve
 from jaxsolve.core.protocol import AbstractSolver, hyper
 from jaxsolve.core.validation import check_floating, check_not_half, is_concrete
+from jaxsolve.nlp.hessian import convexified_hessian, damped_bfgs_update
 from jaxsolve.qp import QP, WarmStart, single_qp_solver
 
 __all__ = ["SQP", "SQPState", "SQPInfo", "sqp", "minimize_sqp"]
@@ -316,21 +322,10 @@ class SQP(AbstractSolver):
             f, ce, ci = self._values(z, args)
             return f + jnp.dot(y[:me], ce) + jnp.dot(y[me : me + mi], ci)
 
-        H = jax.hessian(lag)(x)
-        H = (H + H.T) / 2
-        # convexify along the active constraints first: on {J_A d = -c_A} the term
-        # (rho/2)|J_A d|^2 is constant, so the subproblem's solution is unchanged
-        # where H is positive definite on the null space of J_A (Newton's local rate is
-        # kept), and B becomes positive definite there
+        # the active rows: every equality, the inequalities with a positive multiplier
         active = jnp.concatenate([jnp.ones_like(e.ce), (y[me : me + mi] > 0).astype(x.dtype)])
         JA = jnp.concatenate([e.je, e.ji]) * active[:, None]
-        G = JA.T @ JA
-        scale = jnp.maximum(1.0, jnp.max(jnp.abs(H)))
-        gnorm = jnp.max(jnp.abs(G))
-        rho = jnp.where(gnorm > 0, 10 * scale / jnp.where(gnorm > 0, gnorm, 1), 0)
-        w, V = jnp.linalg.eigh(H + rho * G)
-        delta = 1e-8 * jnp.maximum(1.0, jnp.max(jnp.abs(w)))
-        return (V * jnp.maximum(jnp.abs(w), delta)) @ V.T
+        return convexified_hessian(jax.hessian(lag)(x), JA)
 
     # --- protocol ----------------------------------------------------------------------
 
@@ -465,28 +460,8 @@ class SQP(AbstractSolver):
         e = self._evaluate(x_new, args)
         y = y_qp
         if self.hessian == "bfgs":
-            s = x_new - x
             r = self._lagrangian_grad(e, y) - self._lagrangian_grad(e0, y)
-            B = state.hess
-            Bs = B @ s
-            sBs = jnp.dot(s, Bs)
-            sr = jnp.dot(s, r)
-            theta = jnp.where(
-                sr >= 0.2 * sBs, 1.0, 0.8 * sBs / jnp.where(sBs - sr > 0, sBs - sr, 1)
-            )
-            r = theta * r + (1 - theta) * Bs
-            sr = jnp.dot(s, r)
-            ok = (
-                (sBs > jnp.finfo(dtype).tiny)
-                & (sr > jnp.finfo(dtype).tiny)
-                & jnp.all(jnp.isfinite(r))
-            )
-            upd = (
-                B
-                - jnp.outer(Bs, Bs) / jnp.where(ok, sBs, 1)
-                + jnp.outer(r, r) / jnp.where(ok, sr, 1)
-            )
-            hess = jnp.where(ok, (upd + upd.T) / 2, B)
+            hess = damped_bfgs_update(state.hess, x_new - x, r)
         else:
             hess = self._model(x_new, e, y, args)
         viol = self._violation(x_new, e.ce, e.ci, ord_one=False)
