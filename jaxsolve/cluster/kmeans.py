@@ -107,9 +107,16 @@ def _fill_empty(x, labels, k: int):
 def _finish(x, u, k, polish):
     def refine(labels):
         if polish:
+            # fill, Lloyd, fill: a two-pass loop, so _fill_empty is compiled once
+            def fill_then_lloyd(i, lab):
+                lab = _fill_empty(x, lab, k)
+                return jax.lax.cond(
+                    i == 0, lambda b: lloyd(x, centers_of(x, b, k), polish)[0], lambda b: b, lab
+                )
+
+            labels = jax.lax.fori_loop(0, 2, fill_then_lloyd, labels)
+        else:
             labels = _fill_empty(x, labels, k)
-            labels, _ = lloyd(x, centers_of(x, labels, k), polish)
-        labels = _fill_empty(x, labels, k)
         centers = centers_of(x, labels, k)
         return labels, centers, inertia(x, labels, centers)
 
