@@ -190,6 +190,27 @@ def kmeans(
         ``(n,)``), ``sol.state.inertia`` and ``sol.state.relaxation`` (the
         `jaxsolve.Solution` of the relaxation: ``x`` is ``(V, Q)`` for Newton, ``U``
         for NLR). ``status``, ``num_steps`` and ``error`` are the relaxation's.
+
+    Compilation (time to first answer): each restart runs one compiled program (start,
+    relaxation, rounding, polish, inertia), specialized on the shape and dtype of ``X``,
+    ``n_clusters``, ``rank``, ``method``, ``max_steps``, ``polish`` and the solver's
+    integer/string options; ``key``, ``tol``, ``mu`` and the other float options are
+    traced, so ``n_init`` restarts, new keys and hyperparameter sweeps reuse it. Its
+    first compilation dominates a first call (seconds: the Newton step's structured
+    Hessian, secular search and retraction loops); later calls take milliseconds.
+
+    A new number of points ``n`` compiles a new program. Padding ``X`` to a bucket of
+    sizes is not offered: every row enters the relaxation itself (the lift's
+    ``1/sqrt(n)``, the constraint ``U U^T 1 = 1``, the barrier on each entry of ``U``),
+    so a padded row would change the problem unless the solver masked it throughout.
+    To stop paying the compilation again in every new process (notebooks, test runs,
+    scripts that see the same sizes), enable JAX's persistent compilation cache::
+
+        jax.config.update("jax_compilation_cache_dir", "/path/to/cache")
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+
+    (measured on iris, 2 shared cores: first call 9.4 s with an empty cache, 1.0 s in a
+    fresh process once the cache holds the program).
     """
     if method not in ("newton", "nlr"):
         raise ValueError(f"method must be 'newton' or 'nlr', got {method!r}")

@@ -119,6 +119,22 @@ def test_default_key_numpy_input_and_predict():
         km.state.predict(new[:, :3])
 
 
+def test_restarts_and_hyperparameters_reuse_one_program():
+    """Time to first answer (issue 24): a restart is one compiled program, the same for
+    every key; ``n_init`` restarts, a new key, ``mu`` and ``tol`` reuse it (traced)."""
+    import sys
+
+    run = sys.modules["jaxsolve.cluster.kmeans"]._run
+    x, _ = _standardized("iris")
+    x = jnp.asarray(x)[:100]  # a shape of its own: the counts below are this test's
+    before = run._cache_size()
+    one = kmeans(x, 3, max_steps=5)
+    assert run._cache_size() == before + 1
+    three = kmeans(x, 3, max_steps=5, n_init=3, key=jax.random.key(7), mu=0.05, tol=1e-5)
+    assert run._cache_size() == before + 1
+    assert one.state.labels.shape == three.state.labels.shape == (100,)
+
+
 def _bm_cluster_reference(x_raw, u0, steps):
     """``BM_cluster.m`` (Zhuang et al., the reference code) transcribed in NumPy: raw data
     (``d x n`` there, rows here), ``beta = 10``, ``alpha = 1e-6``, dual step once
