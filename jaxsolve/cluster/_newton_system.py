@@ -49,7 +49,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsolve.cluster._problem import lift, lift_basis, skew_basis
-from jaxsolve.small_linalg import eigh_small, small_einsum, sym_pairs, top_k_smallest
+from jaxsolve.small_linalg import eigh_small, small_einsum, sym_pairs
 
 
 def barrier_weight(mu, v, q):
@@ -125,6 +125,22 @@ def riemannian_gradient(x, g, basis):
     return xi, om
 
 
+def _k_smallest(a, k: int):
+    """`jaxsolve.small_linalg.top_k_smallest` (``k`` rounds of argmin, ties to the lower
+    index; returns ``(-values, int32 indices)``) as a loop: the same numbers, and one
+    round compiled instead of ``k`` unrolled ones (each ~4 kernels: argmin, gather,
+    scatter, copy)."""
+
+    def round_(j, c):
+        a, vals, idxs = c
+        i = jnp.argmin(a)
+        return a.at[i].set(jnp.inf), vals.at[j].set(-a[i]), idxs.at[j].set(i.astype(jnp.int32))
+
+    init = (a, jnp.zeros((k,), a.dtype), jnp.zeros((k,), jnp.int32))
+    _, vals, idxs = jax.lax.fori_loop(0, k, round_, init)
+    return vals, idxs
+
+
 class Structure(NamedTuple):
     """What `structure` computes once per step: the Hessian's blocks and border, and the
     ``lam``-independent parts of every `factor_eigen` (``k`` moved eigenvalues, ``P``
@@ -186,7 +202,7 @@ def structure(x, g, data, mu, basis, horizontal=True):
     kmax = min(p + 1 + m_v, 8, n * p)
     kb = min(kmax + 1, n * p)
     flat = evals.reshape(-1)
-    neg, idx = top_k_smallest(flat, kb)
+    neg, idx = _k_smallest(flat, kb)
     lam_b = jnp.maximum(neg[-1], 0.0)
     idx = idx[:kmax]
     moved = jnp.zeros((n * p,), bool).at[idx].set(True).reshape(n, p)
