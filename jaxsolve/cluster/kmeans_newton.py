@@ -199,7 +199,7 @@ class KMeansNewton(AbstractSolver):
             a, b = riemannian_gradient(xt, gt, basis)
             return ft, gt, jnp.sqrt(jnp.sum(a * a) + jnp.sum(b * b))
 
-        def linear_step():
+        def linear_point():
             # Fraction to the boundary (interior-point safeguard, our addition to ARC): shorten
             # the step to t p so that the linearized lift U + t dU keeps ``1 - tau`` of each
             # entry, then halve t until the retracted lift does (at most 30 halvings; the
@@ -224,10 +224,11 @@ class KMeansNewton(AbstractSolver):
                 return t, k + 1, trial(t)
 
             t, _, xt = jax.lax.while_loop(cond, body, (t0, jnp.int32(-1), (v, q)))
-            return (t, xt) + evaluate(xt)
+            return t, xt
 
         if path == "linear":
-            t, x_new, f_new, g_new, e_new = linear_step()
+            t, x_new = linear_point()
+            f_new, g_new, e_new = evaluate(x_new)
         else:
             # Multiplicative step (our addition; see ``path`` in kmeans_newton): along
             # U exp(t dU/U) every entry stays positive, so the step is not cut where the
@@ -238,27 +239,32 @@ class KMeansNewton(AbstractSolver):
             rel = du / u
             gate = hyper(self.gamma, dt) * jnp.maximum(gnorm, mu)
 
-            def multiplicative_trial(t):
-                xt = positive_retract(u, rel, t, radius)
-                ft, gt, et = evaluate(xt)
-                return t, xt, ft, gt, et, jnp.isfinite(ft) & (et <= gate)
+            halvings = self.halvings
 
-            # As in linear_step: k = -1 runs the first trial (at t0) inside the loop (one
-            # trace of the retraction and the cost, not two); the carry starts at x.
-            def multiplicative_cond(c):
-                k, (*_, ok) = c
-                return (k < 0) | ((k < self.halvings) & ~ok)
+            # Trials k = 0 .. halvings are multiplicative (t halving from t0); after the
+            # last one fails, trial k = halvings + 1 is the linear step. One loop for both
+            # kinds, so the cost and its gradient are traced (and compiled) once, not once
+            # more for the linear fallback; k = -1 starts it with the point x in the carry.
+            def trial_cond(c):
+                k, (*_, done) = c
+                return (k < 0) | ~done
 
-            def multiplicative_body(c):
+            def trial_body(c):
                 k, (t, *_) = c
-                return k + 1, multiplicative_trial(jnp.where(k < 0, t, 0.5 * t))
+                k = k + 1
+                t = jnp.where(k == 0, t, 0.5 * t)
+                t, xt = jax.lax.cond(
+                    k <= halvings, lambda: (t, positive_retract(u, rel, t, radius)), linear_point
+                )
+                ft, gt, et = evaluate(xt)
+                ok = jnp.isfinite(ft) & (et <= gate)
+                return k, (t, xt, ft, gt, et, ok | (k > halvings))
 
             t0 = jnp.minimum(1.0, hyper(self.kappa, dt) / jnp.max(jnp.abs(rel)))
             start = (t0, x, state.value, g, gnorm, jnp.asarray(False))
-            _, (*trial_out, ok) = jax.lax.while_loop(
-                multiplicative_cond, multiplicative_body, (jnp.int32(-1), start)
+            _, (t, x_new, f_new, g_new, e_new, _) = jax.lax.while_loop(
+                trial_cond, trial_body, (jnp.int32(-1), start)
             )
-            t, x_new, f_new, g_new, e_new = jax.lax.cond(ok, lambda: tuple(trial_out), linear_step)
         xi, om = t * xi, t * om
 
         grad_dot_step = jnp.sum(gxi * xi) + jnp.sum(g_om * om)
