@@ -269,42 +269,6 @@ y = (X[:, 0] + 0.5 * np.asarray(jax.random.normal(jax.random.key(1), (200,))) > 
 f = lambda: LogisticRegression(C=5.0, tol=1e-8, max_iter=1000).fit(X, y).coef_
 """,
     ),
-    "riemannian.gradient_descent (sphere, n=50)": (
-        "riemannian",
-        "jax",
-        """
-import jax, jax.numpy as jnp, jaxsolve
-from jaxsolve.manifolds import Sphere
-from jaxsolve.riemannian import gradient_descent
-M = jax.random.normal(jax.random.key(0), (50, 50)); A = M + M.T
-s = gradient_descent(lambda x, A: x @ A @ x, Sphere(50))
-f = lambda: jaxsolve.solve(s, jnp.ones(50) / jnp.sqrt(50.0), A, tol=1e-6, max_steps=5000).x
-""",
-    ),
-    "riemannian.conjugate_gradient (sphere, n=50)": (
-        "riemannian",
-        "jax",
-        """
-import jax, jax.numpy as jnp, jaxsolve
-from jaxsolve.manifolds import Sphere
-from jaxsolve.riemannian import conjugate_gradient
-M = jax.random.normal(jax.random.key(0), (50, 50)); A = M + M.T
-s = conjugate_gradient(lambda x, A: x @ A @ x, Sphere(50))
-f = lambda: jaxsolve.solve(s, jnp.ones(50) / jnp.sqrt(50.0), A, tol=1e-6, max_steps=5000).x
-""",
-    ),
-    "riemannian.cubic_newton (sphere, n=50)": (
-        "riemannian",
-        "jax",
-        """
-import jax, jax.numpy as jnp, jaxsolve
-from jaxsolve.manifolds import Sphere
-from jaxsolve.riemannian import cubic_newton
-M = jax.random.normal(jax.random.key(0), (50, 50)); A = M + M.T
-s = cubic_newton(lambda x, A: x @ A @ x, Sphere(50))
-f = lambda: jaxsolve.solve(s, jnp.ones(50) / jnp.sqrt(50.0), A, tol=1e-8).x
-""",
-    ),
     "scipy.linalg.eigh smallest eigenpair (the sphere n=50 answer)": (
         "riemannian",
         "host",
@@ -643,6 +607,25 @@ f = lambda: projection_simplex(jax.lax.optimization_barrier(y))
 """,
     ),
 }
+
+# the Riemannian solvers on one problem (the Rayleigh quotient on the sphere, n = 50)
+for _name, _tol in (
+    ("gradient_descent", "1e-6, max_steps=5000"),
+    ("conjugate_gradient", "1e-6, max_steps=5000"),
+    ("cubic_newton", "1e-8"),
+):
+    ENTRIES[f"riemannian.{_name} (sphere, n=50)"] = (
+        "riemannian",
+        "jax",
+        f"""
+import jax, jax.numpy as jnp, jaxsolve
+from jaxsolve.manifolds import Sphere
+from jaxsolve.riemannian import {_name}
+M = jax.random.normal(jax.random.key(0), (50, 50)); A = M + M.T
+s = {_name}(lambda x, A: x @ A @ x, Sphere(50))
+f = lambda: jaxsolve.solve(s, jnp.ones(50) / jnp.sqrt(50.0), A, tol={_tol}).x
+""",
+    )
 
 QUICK = (
     "first_order.projected_gradient (simplex, n=10)",
