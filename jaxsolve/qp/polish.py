@@ -45,14 +45,8 @@ def _reclassify(d: Scaled, Ax, y, mu_rows):
     return sat_up, sat_lo, *_classify(d, Ax, y, sat_up, sat_lo)
 
 
-def _polish_once(
-    d: Scaled, xs, ys, sat_up, sat_lo, act_up, act_lo, mu_rows, delta, refine, max_refine=None
-):
-    """One active-set solve of the (relaxed) KKT system with ``refine`` steps of iterative
-    refinement. ``refine`` is a Python int, or a traced one bounded by ``max_refine``: the
-    loop then has ``max_refine + 1`` trips and skips (``lax.cond``) those past
-    ``refine + 1``, so one compiled pass serves both polish stages and the loop keeps a
-    static length (reverse-mode differentiable: unrolled solves go through it)."""
+def _polish_once(d: Scaled, xs, ys, sat_up, sat_lo, act_up, act_lo, mu_rows, delta, refine):
+    """One active-set solve of the (relaxed) KKT system with iterative refinement."""
     dtype = xs.dtype
     sat = sat_up | sat_lo
     act = (act_up | act_lo | d.eq) & ~sat
@@ -81,15 +75,7 @@ def _polish_once(
     # Start the refinement (a proximal-point iteration on the exact KKT system) at the
     # given point: when the active set leaves x undetermined (LPs, degenerate rows)
     # this lands on the solution next to it, not on an arbitrary one.
-    start = (xs, jnp.where(act, ys, 0.0))
-    if max_refine is None:
-        x, ya = jax.lax.fori_loop(0, refine + 1, refine_body, start)
-    else:
-
-        def maybe_refine(j, carry):
-            return jax.lax.cond(j <= refine, lambda c: refine_body(j, c), lambda c: c, carry)
-
-        x, ya = jax.lax.fori_loop(0, max_refine + 1, maybe_refine, start)
+    x, ya = jax.lax.fori_loop(0, refine + 1, refine_body, (xs, jnp.where(act, ys, 0.0)))
     y = jnp.where(act, ya, ysat)
     y = jnp.where(act_up & ~d.eq, jnp.maximum(y, 0.0), y)
     y = jnp.where(lower, jnp.minimum(y, 0.0), y)
@@ -139,50 +125,36 @@ def polish(
     mu_rows = row_mu(d, level)
     sat_up, sat_lo = zs > d.u, zs < d.l
     act_up, act_lo = _classify(d, zs, ys, sat_up, sat_lo)
-    exact_tol = 1e3 * jnp.finfo(xs.dtype).eps
 
-    def one_pass(carry, dlt, ref, max_ref):
-        x, y, act_up, act_lo, sat_up, sat_lo, best = carry
-        x, z, y, ya, Ax, act = _polish_once(
-            d, x, y, sat_up, sat_lo, act_up, act_lo, mu_rows, dlt, ref, max_ref
-        )
-        r = kkt_residuals(d, x, z, y, pending)
-        ok = jnp.isfinite(r.error) & (r.error < best[3].error)
-        best = jax.tree.map(lambda a, b: jnp.where(ok, a, b), (x, z, y, r), best)
-        sat_up, sat_lo, act_up, act_lo = _reclassify(d, Ax, jnp.where(act, ya, y), mu_rows)
-        return x, y, act_up, act_lo, sat_up, sat_lo, best
+    def run(n_pass, dlt, ref, carry):
+        def body(_, carry):
+            x, y, act_up, act_lo, sat_up, sat_lo, best = carry
+            x, z, y, ya, Ax, act = _polish_once(
+                d, x, y, sat_up, sat_lo, act_up, act_lo, mu_rows, dlt, ref
+            )
+            r = kkt_residuals(d, x, z, y, pending)
+            ok = jnp.isfinite(r.error) & (r.error < best[3].error)
+            best = jax.tree.map(lambda a, b: jnp.where(ok, a, b), (x, z, y, r), best)
+            sat_up, sat_lo, act_up, act_lo = _reclassify(d, Ax, jnp.where(act, ya, y), mu_rows)
+            return x, y, act_up, act_lo, sat_up, sat_lo, best
+
+        return jax.lax.fori_loop(0, n_pass, body, carry)
 
     carry = (xs, ys, act_up, act_lo, sat_up, sat_lo, (xs, zs, ys, res0))
-    if fine <= 0:
-        return jax.lax.fori_loop(0, passes, lambda _, c: one_pass(c, delta, refine, None), carry)[6]
+    best = run(passes, delta, refine, carry)[6]
+    if fine > 0:
 
-    # Both stages in one loop of passes + fine passes, so the pass is compiled once
-    # (a second traced copy of it was about a sixth of a single QP's compile time).
-    # Not below 1e3 eps: in float32 the fine stage keeps delta, with more refinement.
-    dfine = jnp.maximum(delta * 1e-2, exact_tol)
+        def run_fine(best):
+            bx, bz, by, _ = best
+            s_up, s_lo = bz > d.u, bz < d.l
+            b_up, b_lo = _classify(d, bz, by, s_up, s_lo)
+            # not below 1e3 eps: in float32 the stage keeps delta, with more refinement
+            dfine = jnp.maximum(delta * 1e-2, 1e3 * jnp.finfo(xs.dtype).eps)
+            return run(fine, dfine, fine_refine, (bx, by, b_up, b_lo, s_up, s_lo, best))[6]
 
-    def body(i, state):
-        carry, go_fine = state
-        in_fine = i >= passes
-        # entering the fine stage: restart from the best point so far, and run the stage
-        # only when the first did not reach a rounding-level error
-        enter = i == passes
-        bx, bz, by, br = carry[6]
-        s_up, s_lo = bz > d.u, bz < d.l
-        b_up, b_lo = _classify(d, bz, by, s_up, s_lo)
-        restart = (bx, by, b_up, b_lo, s_up, s_lo)
-        head = tuple(jnp.where(enter, a, b) for a, b in zip(restart, carry[:6], strict=True))
-        carry = (*head, carry[6])
-        go_fine = jnp.where(enter, ~(br.error <= exact_tol), go_fine)
-        dlt = jnp.where(in_fine, dfine, delta)
-        ref = jnp.where(in_fine, fine_refine, refine)
-        max_ref = max(refine, fine_refine)
-        carry = jax.lax.cond(
-            ~in_fine | go_fine, lambda c: one_pass(c, dlt, ref, max_ref), lambda c: c, carry
-        )
-        return carry, go_fine
-
-    return jax.lax.fori_loop(0, passes + fine, body, (carry, jnp.asarray(True)))[0][6]
+        exact = best[3].error <= 1e3 * jnp.finfo(xs.dtype).eps
+        best = jax.lax.cond(exact, lambda b: b, run_fine, best)
+    return best
 
 
 def polish_in_loop(d: Scaled, xs, zs, ys, level, res, hp, refine, passes, pending, attempt=True):
