@@ -9,7 +9,7 @@ import pytest
 
 from jaxsolve import Status
 from jaxsolve.cluster import kmeans, ratio_cut
-from tests.cluster._data import mixture
+from peers.problems.cluster import mixture
 
 _KEY = jax.random.key(0)
 _X = np.random.default_rng(0).normal(size=(12, 2))
