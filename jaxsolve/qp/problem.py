@@ -147,9 +147,8 @@ class QP(NamedTuple):
         P, q, A, l, u = (jnp.asarray(v) for v in qp)
         dn, dm = n - n0, m - qp.m
         lead = [(0, 0)] * (q.ndim - 1)
-        eye = jnp.eye(n, dtype=P.dtype)[n0:, n0:]
         P = jnp.pad(P, lead + [(0, dn), (0, dn)])
-        P = P.at[..., n0:, n0:].set(eye)
+        P = P.at[..., n0:, n0:].set(jnp.eye(dn, dtype=P.dtype))
         q = jnp.pad(q, lead + [(0, dn)])
         A = jnp.pad(A, lead + [(0, dm), (0, dn)])
         l = jnp.pad(l, lead + [(0, dm)], constant_values=-jnp.inf)
