@@ -87,16 +87,22 @@ def _brute_batch(L, n, m):
     return max(1, min(L, (1 << 22) // max(1, m * n)))
 
 
-def _brute_index(u, x0, dx, m):
+def _brute_rows(u, x0, dx, m, reduce):
+    """``reduce(x_j y_k - u_k, axis=1)`` for every row of ``u``: the O(n m)-per-line brute
+    force, over the ``m`` points ``x_j = x0 + j dx`` and the cell centres ``y_k``."""
     L, n = u.shape
     dtype = u.dtype
     y = (jnp.arange(n, dtype=dtype) + 0.5) / n
     x = x0 + dx * jnp.arange(m, dtype=dtype)
     return jax.lax.map(
-        lambda row: jnp.argmax(x[:, None] * y[None, :] - row[None, :], axis=1).astype(jnp.int32),
+        lambda row: reduce(x[:, None] * y[None, :] - row[None, :], axis=1),
         u,
         batch_size=_brute_batch(L, n, m),
     )
+
+
+def _brute_index(u, x0, dx, m):
+    return _brute_rows(u, x0, dx, m, lambda s, axis: jnp.argmax(s, axis=axis).astype(jnp.int32))
 
 
 def _values_at(u, v, x0, dx, m):
@@ -108,15 +114,7 @@ def _values_at(u, v, x0, dx, m):
 
 
 def _brute_values(u, x0, dx, m):
-    L, n = u.shape
-    dtype = u.dtype
-    y = (jnp.arange(n, dtype=dtype) + 0.5) / n
-    x = x0 + dx * jnp.arange(m, dtype=dtype)
-    return jax.lax.map(
-        lambda row: jnp.max(x[:, None] * y[None, :] - row[None, :], axis=1),
-        u,
-        batch_size=_brute_batch(L, n, m),
-    )
+    return _brute_rows(u, x0, dx, m, jnp.max)
 
 
 def _resolve(method, n):
