@@ -111,13 +111,13 @@ def admm_block(d: Scaled, L, xs, zs, ys, rho, level, hp, k, inverse, recip=False
     mu_rows = row_mu(d, level)
     sigma, alpha = sigma_floor(hp, xs.dtype), hp.alpha
     rho_inv = 1.0 / rho_rows if recip else None
-    at = d.A.T if hoist else None
-    lt = L.T if hoist and inverse and split_inverse(L.dtype) else None
+    A_t = d.A.T if hoist else None
+    L_t = L.T if hoist and inverse and split_inverse(L.dtype) else None
 
     def body(_, carry):
         x, z, y = carry
-        rhs = sigma * x - d.q + (d.A.T if at is None else at) @ (rho_rows * z - y)
-        xt = solve_kkt(L, rhs, inverse, lt)
+        rhs = sigma * x - d.q + (d.A.T if A_t is None else A_t) @ (rho_rows * z - y)
+        xt = solve_kkt(L, rhs, inverse, L_t)
         zt = d.A @ xt
         xn = alpha * xt + (1 - alpha) * x
         zh = alpha * zt + (1 - alpha) * z

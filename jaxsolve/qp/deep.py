@@ -3,7 +3,8 @@ r"""Deep FlexQP: FlexQP whose per-row penalties and relaxation are set by learne
 Paper: Oshin, Ghosh, Saravanos and Theodorou, "Deep FlexQP", ICLR 2026 (arXiv
 2512.01565), the deep-unfolding half. The iteration is FlexQP's ADMM on the exact
 $\ell_1$ relaxation of ``QP(P, q, A, l, u)`` (`jaxsolve.qp.flexqp`, on the
-Ruiz-equilibrated problem, equilibrated once per problem), with the scalar $\rho$, $\mu$, $\alpha$ replaced, at every iteration $k$, by
+Ruiz-equilibrated problem, equilibrated once per problem), with the scalar $\rho$,
+$\mu$, $\alpha$ replaced, at every iteration $k$, by
 
 * per-row penalties $\rho_{k,i}$ and elastic weights $\mu_{k,i}$ from a policy
   applied row by row (one for inequality rows, one for equality rows), and
@@ -32,7 +33,8 @@ Policies (`RowPolicy`): an ``equinox`` LSTM cell (hidden size 32) then an MLP
 ``mu_range`` (and linearly onto ``alpha_range``); the LSTM state of every row is
 carried in the solver state. `ConstantPolicy` returns fixed values: with it, Deep
 FlexQP is hand-tuned FlexQP with adaptive $\rho$, weight escalation and polishing
-off, iterate for iterate, with or without scaling (tests).
+off, iterate for iterate, with or without scaling (``tests/qp/test_deep_flexqp.py``
+checks it).
 
 ``error`` is FlexQP's relative KKT residual of the relaxed problem, so a learned
 solver's SUCCESS means what FlexQP's means (feasibility to ``tol`` while $\mu$ is
@@ -107,8 +109,15 @@ class DeepFlexQPState(NamedTuple):
 
 
 class DeepFlexQPInfo(NamedTuple):
-    """Per-iteration record: the iterate ``(x, y)`` in the problem's units (the unrolled
-    loss reads it) and the parameters the policies chose (their means over rows)."""
+    """Per-iteration record of `deep_flexqp` (the unrolled loss reads ``x`` and ``y``).
+
+    Attributes:
+        x: ``(n,)`` the iterate after the step, in the problem's units.
+        y: ``(m,)`` its multipliers, in the problem's units.
+        rho_mean: scalar, the mean over rows of the penalties the policies chose.
+        mu_mean: scalar, the mean over rows of the elastic weights they chose.
+        alpha: scalar, the relaxation they chose.
+    """
 
     x: jax.Array
     y: jax.Array
@@ -117,19 +126,28 @@ class DeepFlexQPInfo(NamedTuple):
     alpha: jax.Array
 
 
-def _slog(v):
+def _signed_log(v):
+    """``sign(v) log(1 + |v|)``: features of any scale in one range."""
     return jnp.sign(v) * jnp.log1p(jnp.abs(v))
 
 
 def row_features(z, y, Ax, z_prev, rho, mu):
     """The policies' per-row inputs ``(m, 6)`` (module docstring)."""
     return jnp.stack(
-        [_slog(z), _slog(y), _slog(Ax - z), _slog(rho * (z - z_prev)), jnp.log(rho), jnp.log(mu)],
+        [
+            _signed_log(z),
+            _signed_log(y),
+            _signed_log(Ax - z),
+            _signed_log(rho * (z - z_prev)),
+            jnp.log(rho),
+            jnp.log(mu),
+        ],
         axis=-1,
     )
 
 
 def _log_range(s, lo, hi):
+    """``s`` in ``[0, 1]`` mapped log-linearly onto ``[lo, hi]``."""
     return jnp.exp(jnp.log(lo) + s * (jnp.log(hi) - jnp.log(lo)))
 
 
@@ -137,6 +155,11 @@ class RowPolicy(eqx.Module):
     """LSTM cell (hidden 32) + MLP [32, 32] + sigmoid, applied to each row independently.
 
     ``__call__(features (m, F), hidden) -> (outputs (m, n_out) in (0, 1), hidden)``.
+
+    Attributes:
+        cell: the LSTM cell, ``n_in`` features to ``hidden_size``.
+        head: the MLP from the hidden state to the ``n_out`` outputs (before the sigmoid).
+        hidden_size: the LSTM's hidden size (static).
     """
 
     cell: eqx.nn.LSTMCell
@@ -150,26 +173,35 @@ class RowPolicy(eqx.Module):
         self.hidden_size = hidden_size
 
     def initial(self, rows: int, dtype):
-        z = jnp.zeros((rows, self.hidden_size), dtype)
-        return (z, z)
+        """The zero LSTM state ``(h, c)`` of ``rows`` rows."""
+        zeros = jnp.zeros((rows, self.hidden_size), dtype)
+        return (zeros, zeros)
 
-    def __call__(self, feats, hidden):
-        h = jax.vmap(self.cell)(feats, hidden)
-        out = jax.nn.sigmoid(jax.vmap(self.head)(h[0]))
-        return out, h
+    def __call__(self, features, hidden):
+        hidden = jax.vmap(self.cell)(features, hidden)
+        out = jax.nn.sigmoid(jax.vmap(self.head)(hidden[0]))
+        return out, hidden
 
 
 class ConstantPolicy(eqx.Module):
-    """Fixed outputs (values in (0, 1) of the ranges' scale are not used: it returns
-    the parameters directly through `Policies.constant`)."""
+    """A policy that returns ``value`` on every row, whatever the features.
+
+    Used with ``Policies(constant=True)`` (`Policies.fixed`), where the outputs are the
+    parameters in their own units, not values in ``(0, 1)`` mapped onto the ranges.
+
+    Attributes:
+        value: ``(n_out,)`` the outputs (``(rho, mu)`` or ``(alpha,)``).
+    """
 
     value: Any
 
     def initial(self, rows: int, dtype):
+        """An empty ``(rows, 0)`` state: the policy has none."""
         return jnp.zeros((rows, 0), dtype)
 
-    def __call__(self, feats, hidden):
-        return jnp.broadcast_to(self.value, feats.shape[:-1] + jnp.shape(self.value)), hidden
+    def __call__(self, features, hidden):
+        shape = features.shape[:-1] + jnp.shape(self.value)
+        return jnp.broadcast_to(self.value, shape), hidden
 
 
 class Policies(eqx.Module):
@@ -187,6 +219,17 @@ class Policies(eqx.Module):
     value. ``learned`` uses 10 (FlexQP's default: trained on equilibrated rows the
     learned policies reach lower residuals than on unscaled ones); ``fixed`` uses 0,
     where a constant policy is FlexQP without scaling iterate for iterate.
+
+    Attributes:
+        ineq: the policy of inequality rows (outputs ``rho, mu``).
+        eq: the policy of equality rows (outputs ``rho, mu``).
+        alpha: the policy of the relaxation (output ``alpha``).
+        rho_range, mu_range: ``(lo, hi)`` onto which the sigmoid outputs are mapped
+            log-linearly.
+        alpha_range: ``(lo, hi)`` onto which the alpha output is mapped linearly.
+        constant: static; the policies are `ConstantPolicy` values in the parameters'
+            own units.
+        scaling_iters: static; Ruiz passes of the problems (above).
     """
 
     ineq: Any
@@ -200,6 +243,8 @@ class Policies(eqx.Module):
 
     @classmethod
     def learned(cls, key, *, scaling_iters: int = 10, **ranges) -> Policies:
+        """Freshly initialized `RowPolicy` networks from ``key`` (``**ranges``:
+        ``rho_range``, ``mu_range``, ``alpha_range``)."""
         _check_scaling(scaling_iters)
         k1, k2, k3 = jax.random.split(key, 3)
         return cls(
@@ -237,26 +282,29 @@ class DeepFlexQP(AbstractSolver):
     policies: Policies
     sigma: Any = 1e-6
 
-    def _params(self, feats, eq, free, hidden, dtype):
+    def _params(self, features, eq, free, hidden, dtype):
+        """The per-row ``rho``, ``mu``, the ``alpha`` and the policies' new states."""
         pol = self.policies
-        h_i, h_e, h_a = hidden
-        out_i, h_i = pol.ineq(feats, h_i)
-        out_e, h_e = pol.eq(feats, h_e)
-        out_a, h_a = pol.alpha(jnp.mean(feats, axis=0, keepdims=True), h_a)
-        out = jnp.where(eq[:, None], out_e, out_i)
+        hidden_ineq, hidden_eq, hidden_alpha = hidden
+        out_ineq, hidden_ineq = pol.ineq(features, hidden_ineq)
+        out_eq, hidden_eq = pol.eq(features, hidden_eq)
+        out_alpha, hidden_alpha = pol.alpha(jnp.mean(features, axis=0, keepdims=True), hidden_alpha)
+        out = jnp.where(eq[:, None], out_eq, out_ineq)
         if pol.constant:
-            rho, mu, alpha = out[:, 0], out[:, 1], out_a[0, 0]
+            rho, mu, alpha = out[:, 0], out[:, 1], out_alpha[0, 0]
         else:
-            rr, mr, ar = (
+            rho_range, mu_range, alpha_range = (
                 hyper(jnp.asarray(r), dtype) for r in (pol.rho_range, pol.mu_range, pol.alpha_range)
             )
-            rho = _log_range(out[:, 0], rr[0], rr[1])
-            mu = _log_range(out[:, 1], mr[0], mr[1])
-            alpha = ar[0] + out_a[0, 0] * (ar[1] - ar[0])
+            rho = _log_range(out[:, 0], rho_range[0], rho_range[1])
+            mu = _log_range(out[:, 1], mu_range[0], mu_range[1])
+            alpha = alpha_range[0] + out_alpha[0, 0] * (alpha_range[1] - alpha_range[0])
         rho = jnp.where(free, jnp.asarray(FREE_ROW_RHO, dtype), rho)
-        return rho.astype(dtype), mu.astype(dtype), jnp.asarray(alpha, dtype), (h_i, h_e, h_a)
+        hidden = (hidden_ineq, hidden_eq, hidden_alpha)
+        return rho.astype(dtype), mu.astype(dtype), jnp.asarray(alpha, dtype), hidden
 
     def _data(self, qp: QP, scale):
+        """The `Scaled` data of ``qp`` for the Ruiz factors ``scale = (D, E, c)``."""
         hp = flexqp(sigma=self.sigma).hyper(qp.q.dtype)
         return scaled_with(qp, hp, *scale)
 
@@ -293,8 +341,8 @@ class DeepFlexQP(AbstractSolver):
         # the iteration runs on the scaled problem: x / D, E z, c y / E
         x, z, y = state.x / d.D, state.z * d.E, state.y * d.c / d.E
         Ax = d.A @ x
-        feats = row_features(z, y, Ax, state.z_prev * d.E, state.rho, state.mu)
-        rho, mu, alpha, hidden = self._params(feats, d.eq, d.free, state.hidden, dtype)
+        features = row_features(z, y, Ax, state.z_prev * d.E, state.rho, state.mu)
+        rho, mu, alpha, hidden = self._params(features, d.eq, d.free, state.hidden, dtype)
         n = x.shape[0]
         K = d.P + d.sigma * jnp.eye(n, dtype=dtype) + d.A.T @ (rho[:, None] * d.A)
         L = jnp.linalg.cholesky(K)
@@ -309,8 +357,7 @@ class DeepFlexQP(AbstractSolver):
         big = jnp.finfo(dtype).max ** 0.5
         lo, up = jnp.maximum(d.l, -big), jnp.minimum(d.u, big)
         zn, yn = relaxed_update(zh, y, rho, mu, lo, up)
-        sg = jax.lax.stop_gradient
-        res = kkt_residuals(d, sg(xn), sg(zn), sg(yn), jnp.asarray(False))
+        res = kkt_residuals(d, *jax.lax.stop_gradient((xn, zn, yn)), jnp.asarray(False))
         x_user, z_user, y_user = unscale(d, xn, zn, yn)
         new = DeepFlexQPState(
             x=x_user,

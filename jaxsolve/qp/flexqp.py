@@ -97,7 +97,7 @@ class FlexQPState(NamedTuple):
         xs, zs, ys: the iterate in the scaled problem (``x / D``, ``E z``,
             ``c y / E``), which the iteration continues from.
         mu_level: the elastic weight in the scaled cost's units (``mu = mu_level / c``).
-        unb_count: int32, consecutive steps whose ADMM block moved along a direction
+        unbounded_streak: int32, consecutive steps whose ADMM block moved along a direction
             that passes the unboundedness test (`jaxsolve.qp.certify.unbounded_step`).
         L: ``(n, n)`` factor of ``P + sigma I + A'RA`` at ``rho``
             (`jaxsolve.qp.linalg.factor`).
@@ -119,7 +119,7 @@ class FlexQPState(NamedTuple):
     zs: jax.Array
     ys: jax.Array
     mu_level: jax.Array
-    unb_count: jax.Array
+    unbounded_streak: jax.Array
     L: jax.Array
     data: Scaled
 
@@ -160,15 +160,15 @@ def _init(solver: FlexQP, x0, qp: QP) -> FlexQPState:
     kkt_inverse = solver.kkt_inverse
     d = prepare_scaled(qp, hp, solver.scaling_iters)
     if isinstance(x0, WarmStart):
-        x0v = jnp.asarray(x0.x, dtype)
-        xs = x0v / d.D
+        x_start = jnp.asarray(x0.x, dtype)
+        xs = x_start / d.D
         ys = jnp.asarray(x0.y, dtype) * d.c / d.E
         zs = jnp.asarray(x0.z, dtype) * d.E
         rho = jnp.clip(jnp.asarray(x0.rho, dtype), RHO_MIN, RHO_MAX)
         level = jnp.clip(jnp.asarray(x0.mu, dtype) * d.c, hp.mu, hp.mu_max)
     else:
-        x0v = jnp.asarray(x0, dtype)
-        xs = x0v / d.D
+        x_start = jnp.asarray(x0, dtype)
+        xs = x_start / d.D
         zs = jnp.clip(d.A @ xs, d.l, d.u)
         ys = jnp.zeros_like(zs)
         rho = jnp.clip(hp.rho, RHO_MIN, RHO_MAX)
@@ -195,7 +195,7 @@ def _init(solver: FlexQP, x0, qp: QP) -> FlexQPState:
         zs=zs,
         ys=ys,
         mu_level=level,
-        unb_count=jnp.int32(0),
+        unbounded_streak=jnp.int32(0),
         L=L,
         data=d,
     )
@@ -262,12 +262,12 @@ def _step(
 
     # Unboundedness (OSQP's dual-infeasibility certificate on the block's step): the
     # relaxed problem is then unbounded for every elastic weight.
-    unb = jnp.where(
-        unbounded_step(d, xs - state.xs, hp.eps_unbounded), state.unb_count + 1, 0
+    streak = jnp.where(
+        unbounded_step(d, xs - state.xs, hp.eps_unbounded), state.unbounded_streak + 1, 0
     ).astype(jnp.int32)
-    status = jnp.where(unb >= UNBOUNDED_CHECKS, jnp.int32(Status.UNBOUNDED), state.status).astype(
-        jnp.int32
-    )
+    status = jnp.where(
+        streak >= UNBOUNDED_CHECKS, jnp.int32(Status.UNBOUNDED), state.status
+    ).astype(jnp.int32)
 
     if polish_every > 0:
         # In-loop polishing: once the active set is right (after a warm start, usually at
@@ -318,7 +318,7 @@ def _step(
         zs=zs,
         ys=ys,
         mu_level=new_level,
-        unb_count=unb,
+        unbounded_streak=streak,
         L=L,
         data=d,
     )

@@ -19,8 +19,8 @@ __all__ = ["INV_BASE", "factor", "solve_kkt", "spd_inverse", "split_inverse", "t
 
 #: Inverses of order above ``2 * INV_BASE`` are taken by halves (`spd_inverse`,
 #: `tri_inverse`) down to blocks of order at most ``INV_BASE`` (Cholesky and one
-#: triangular solve against the identity); smaller ones directly. 16 was the fastest
-#: leaf size on 2-core CPUs for n = 40 ... 150 (8 and 32 were slower).
+#: triangular solve against the identity); smaller ones directly. 16 is the fastest
+#: leaf size on 2-core CPUs for n = 40 ... 150 (8 and 32 are slower).
 INV_BASE = 16
 
 
@@ -110,11 +110,11 @@ def factor(data: Scaled, rho_rows, inverse=False):
     return spd_inverse(K, halves)
 
 
-def solve_kkt(L, rhs, inverse, lt=None):
-    """``K^-1 rhs`` from `factor`'s output ``L`` (``lt``: ``L.T``, when the caller made
+def solve_kkt(L, rhs, inverse, L_t=None):
+    """``K^-1 rhs`` from `factor`'s output ``L`` (``L_t``: ``L.T``, when the caller made
     it once outside a loop)."""
     if not inverse:
         return cho_solve((L, True), rhs)
     if split_inverse(L.dtype):
-        return (L.T if lt is None else lt) @ (L @ rhs)
+        return (L.T if L_t is None else L_t) @ (L @ rhs)
     return L @ rhs

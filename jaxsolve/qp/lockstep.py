@@ -67,19 +67,32 @@ from jaxsolve.qp.flexqp import FlexQP, WarmStart
 __all__ = ["solve_lockstep"]
 
 _LANES = "lanes"
-_NEAR = 1e-2  # starting error below which a lane is polished before its first step
+_NEAR_ERROR = 1e-2  # starting error below which a lane is polished before its first step
+# Polish checkpoints (in steps of tail_solver): a lane is first polished at
+# _FIRST_CHECKPOINT steps and then every _CHECKPOINT_EVERY steps after each polish there,
+# even when its error stalls above its polish threshold.
+_FIRST_CHECKPOINT, _CHECKPOINT_EVERY = 32, 16
 
 
 class _Pool(NamedTuple):
-    """Per-lane bookkeeping of the rounds: the state (without its constant ``data``),
-    the step count, the polish threshold, whether the lane ended at a polish, and its
-    next polish checkpoint."""
+    """Per-lane bookkeeping of the rounds (every leaf has the lane axis first).
 
-    s: Any
-    k: jax.Array
-    thr: jax.Array
-    fresh: jax.Array
-    nxt: jax.Array
+    Attributes:
+        state: the lane's `FlexQPState` without its constant ``data`` (``None`` there).
+        steps: int32, steps taken, counted in steps of ``tail_solver``.
+        polish_below: the error below which the lane pauses for the next round's
+            polish (``-1``: never).
+        polished_done: bool, the lane ended at an in-round polish (``finalize`` does not
+            polish it again).
+        checkpoint: int32, the step count at which the lane is polished next whatever
+            its error.
+    """
+
+    state: Any
+    steps: jax.Array
+    polish_below: jax.Array
+    polished_done: jax.Array
+    checkpoint: jax.Array
 
 
 def _steps(solver: FlexQP, defer_refactor: bool = False):
@@ -93,29 +106,29 @@ def _steps(solver: FlexQP, defer_refactor: bool = False):
     return jax.vmap(lane_step, axis_name=_LANES)
 
 
-def _refactor(solver: FlexQP, s, need, rho_new, h):
-    """Factor ``K(rho_new)`` for the lanes in ``need`` only, ``h`` lanes at a time.
+def _refactor(solver: FlexQP, state, need, rho_new, group_size):
+    """Factor ``K(rho_new)`` for the lanes in ``need`` only, ``group_size`` lanes at a time.
 
-    In lockstep a rho change of one lane used to refactor the whole chunk (the
-    ``lax.cond`` is shared by the lanes); here the lanes that moved rho are gathered
-    (about 6 of 32 per such step on random QPs at n = 20), factored, and written back.
-    A factor with a non-finite entry is not taken (the lane keeps its rho), as in the
-    step's own refactorization.
+    The step's own refactorization is a ``lax.cond`` shared by a chunk's lanes, so in
+    lockstep a rho change of one lane would refactor the whole chunk; here only the
+    lanes that moved rho are gathered, factored, and written back. A factor with a
+    non-finite entry is not taken (the lane keeps its rho), as in the step's own
+    refactorization.
     """
     order = jnp.argsort(~need, stable=True)
-    n_groups = (jnp.sum(need) + h - 1) // h
+    n_groups = (jnp.sum(need) + group_size - 1) // group_size
 
     def group(j, carry):
         L, rho = carry
-        idx = jax.lax.dynamic_slice(order, (j * h,), (h,))
-        Lnew = jax.vmap(solver.refactor)(tree_take(s.data, idx), rho_new[idx])
+        idx = jax.lax.dynamic_slice(order, (j * group_size,), (group_size,))
+        Lnew = jax.vmap(solver.refactor)(tree_take(state.data, idx), rho_new[idx])
         ok = need[idx] & jnp.all(jnp.isfinite(Lnew), axis=(-2, -1))
         L = L.at[idx].set(jnp.where(ok[:, None, None], Lnew, L[idx]))
         rho = rho.at[idx].set(jnp.where(ok, rho_new[idx], rho[idx]))
         return L, rho
 
-    L, rho = jax.lax.fori_loop(0, n_groups, group, (s.L, s.rho))
-    return s._replace(L=jax.lax.stop_gradient(L), rho=jax.lax.stop_gradient(rho))
+    L, rho = jax.lax.fori_loop(0, n_groups, group, (state.L, state.rho))
+    return state._replace(L=jax.lax.stop_gradient(L), rho=jax.lax.stop_gradient(rho))
 
 
 @partial(
@@ -159,15 +172,15 @@ def solve_lockstep(
         chunk: lanes stepped together (the batch is padded to a multiple of it).
         keep: a chunk stops when no more than ``1/keep`` of its lanes still run (a
             larger ``keep`` steps more finished lanes, a smaller one re-chunks more
-            often; 2 was the fastest on random QPs).
+            often).
         tail: lanes finished one at a time at the end.
         polish_at: error below which a lane is first polished between rounds (then
             10x below the error it reached); 0 polishes only in finalize.
         refactor_lanes: lanes factored together after a rho change (a group of
-            ``h`` slots factors ``h`` lanes even when fewer need it); 0 keeps the
-            chunk-wide ``lax.cond`` of the step (every lane of the chunk refactors).
-            1 factors only the lanes that need it: factorizations dominate the
-            refactor's cost at larger n, and small n showed no difference.
+            ``refactor_lanes`` slots factors that many lanes even when fewer need it);
+            0 keeps the chunk-wide ``lax.cond`` of the step (every lane of the chunk
+            refactors). The default 1 factors only the lanes that need it, because
+            the factorizations themselves dominate a refactor's cost.
 
     Returns:
         A batched `Solution` with a status per lane. Between polishes
@@ -177,12 +190,12 @@ def solve_lockstep(
         ``tail`` lanes and continues with ``tail_solver``.
     """
     size = jax.tree.leaves(qp)[0].shape[0]
-    g = max(1, min(int(chunk), size))
-    pad = (-size) % g
+    chunk_lanes = max(1, min(int(chunk), size))
+    pad = (-size) % chunk_lanes
     if pad:
         x0, qp = jax.tree.map(lambda v: jnp.concatenate([v, jnp.repeat(v[-1:], pad, 0)]), (x0, qp))
     n_lanes = size + pad
-    n_chunks = n_lanes // g
+    n_chunks = n_lanes // chunk_lanes
     tail = min(int(tail), n_lanes)
 
     tol = jnp.asarray(tol, qp.q.dtype)
@@ -191,120 +204,137 @@ def solve_lockstep(
         # A warm start whose active set is already right ends at its first polish in
         # the single-QP loop (in-loop polish at step 1). Lockstep rounds polish a lane
         # only below polish_at, so warm-started lanes that start near a solution
-        # (error <= _NEAR) get finalize's fuller polish here, chunk-wide when any lane is near; a lane whose polished
-        # point meets tol ends at once, the others start from their own point.
-        x0c, qc = a
-        s = jax.vmap(solver.init)(x0c, qc)
-        near = s.error <= _NEAR
+        # (error <= _NEAR_ERROR) get finalize's fuller polish here, chunk-wide when any
+        # lane is near; a lane whose polished point meets tol ends at once, the others
+        # start from their own point.
+        x0_chunk, qp_chunk = a
+        state = jax.vmap(solver.init)(x0_chunk, qp_chunk)
+        near = state.error <= _NEAR_ERROR
 
-        def polish(s):
-            fin = jax.vmap(lambda lane, q: solver.finalize(lane, q, jnp.asarray(True)))(s, qc)
+        def polish(state):
+            fin = jax.vmap(lambda lane, q: solver.finalize(lane, q, jnp.asarray(True)))(
+                state, qp_chunk
+            )
             good = near & (fin.error <= tol) & jnp.all(jnp.isfinite(fin.x), axis=-1)
-            return lane_select(good, fin, s)
+            return lane_select(good, fin, state)
 
-        if not isinstance(x0c, WarmStart):  # a cold start is never near: no polish traced
-            return s
-        return jax.lax.cond(jnp.any(near), polish, lambda s: s, s)
+        if not isinstance(x0_chunk, WarmStart):  # a cold start is never near: no polish traced
+            return state
+        return jax.lax.cond(jnp.any(near), polish, lambda state: state, state)
 
     # init has no lane-uniform branches to share: larger chunks (up to ~8 MB of problem
     # data) cut XLA's per-operation overhead of Ruiz's passes; same numbers per lane
-    gi = g
+    init_lanes = chunk_lanes
     per_lane = sum(v[0].size * v.dtype.itemsize for v in jax.tree.leaves(qp))
-    while n_chunks % (2 * gi // g) == 0 and 2 * gi * per_lane <= 8 * 2**20:
-        gi *= 2
-    pool = by_chunks(start, (x0, qp), gi)
-    k = jnp.zeros((n_lanes,), jnp.int32)
+    while (
+        n_chunks % (2 * init_lanes // chunk_lanes) == 0 and 2 * init_lanes * per_lane <= 8 * 2**20
+    ):
+        init_lanes *= 2
+    pool = by_chunks(start, (x0, qp), init_lanes)
+    steps = jnp.zeros((n_lanes,), jnp.int32)
     # per-lane polish threshold: a lane pauses when its error falls below it, is
     # polished between rounds, and its threshold drops below its (new) error
-    thr = jnp.full((n_lanes,), polish_at if polish_at > 0 else -1.0, qp.q.dtype)
-    h = min(int(refactor_lanes), g)
-    # k counts steps of tail_solver: a round's step of check_every ADMM iterations counts
-    # as check_every / tail's check_every of them (the same iteration budget)
-    w = max(1, solver.check_every // tail_solver.check_every)
-    step = _steps(solver, defer_refactor=h > 0)
+    polish_below = jnp.full((n_lanes,), polish_at if polish_at > 0 else -1.0, qp.q.dtype)
+    group_size = min(int(refactor_lanes), chunk_lanes)
+    # steps count steps of tail_solver: a round's step of check_every ADMM iterations
+    # counts as check_every / tail's check_every of them (the same iteration budget)
+    step_weight = max(1, solver.check_every // tail_solver.check_every)
+    step = _steps(solver, defer_refactor=group_size > 0)
     polish_one = solver.polish_step
 
-    def active(s, k):
-        return ~is_done(s, tol) & (k < max_steps)
+    def active(state, steps):
+        return ~is_done(state, tol) & (steps < max_steps)
 
     def running(p: _Pool):
         # a lane pauses (for the next round's polish) below its threshold or at its
-        # polish checkpoint nxt, like the single-QP loop's polish at steps 1, 2, 4, ...:
-        # a lane whose ADMM error stalls above the threshold (float32, infeasible QPs)
-        # still gets polished, at 32 steps and every 16 steps after (32 float32
-        # infeasible QPs at n = 20: 19 MAX_STEPS instead of 25, the lax.map path 18)
-        return active(p.s, p.k) & ~(p.s.error <= p.thr) & (p.k < p.nxt)
+        # polish checkpoint, like the single-QP loop's polish at steps 1, 2, 4, ...: a
+        # lane whose ADMM error stalls above the threshold (float32, infeasible QPs)
+        # still gets polished, at _FIRST_CHECKPOINT steps and every _CHECKPOINT_EVERY
+        # after, which ends more of those lanes SUCCESS instead of MAX_STEPS
+        return (
+            active(p.state, p.steps) & ~(p.state.error <= p.polish_below) & (p.steps < p.checkpoint)
+        )
 
     def advance(p: _Pool, const, run):
         data, args = const
-        s = p.s._replace(data=data)
-        new, info = step(s, args, run)
+        state = p.state._replace(data=data)
+        new, info = step(state, args, run)
         # the scaled problem data is the same in both: select the iterates only
         # (and with deferred refactorization the step leaves the factor as it was)
-        fixed = {"data": None, "L": None} if h > 0 else {"data": None}
-        kept = lane_select(run, new._replace(**fixed), s._replace(**fixed))
-        kept = kept._replace(data=s.data, L=s.L) if h > 0 else kept._replace(data=s.data)
-        if h > 0:
+        fixed = {"data": None, "L": None} if group_size > 0 else {"data": None}
+        kept = lane_select(run, new._replace(**fixed), state._replace(**fixed))
+        if group_size > 0:
+            kept = kept._replace(data=state.data, L=state.L)
             need = info.rho_changed & run
             kept = jax.lax.cond(
                 jnp.any(need),
-                lambda t: _refactor(solver, t, need, info.rho, h),
+                lambda t: _refactor(solver, t, need, info.rho, group_size),
                 lambda t: t,
                 kept,
             )
-        return p._replace(s=kept._replace(data=None), k=p.k + w * run.astype(jnp.int32))
+        else:
+            kept = kept._replace(data=state.data)
+        return p._replace(
+            state=kept._replace(data=None), steps=p.steps + step_weight * run.astype(jnp.int32)
+        )
 
     def polish(p: _Pool, const, want):
         data, args = const
-        s = p.s._replace(data=data)
-        new = jax.vmap(polish_one)(s, args)
-        s = lane_select(want, new._replace(data=None), s._replace(data=None))
-        t = jnp.where(want, 0.1 * jnp.minimum(p.thr, s.error), p.thr)
+        state = p.state._replace(data=data)
+        new = jax.vmap(polish_one)(state, args)
+        state = lane_select(want, new._replace(data=None), state._replace(data=None))
+        below = jnp.where(want, 0.1 * jnp.minimum(p.polish_below, state.error), p.polish_below)
         # a lane that ends at this polish is not polished again in finalize
-        f = p.fresh | (want & (s.error <= tol))
-        nx = jnp.where(want & (p.k >= p.nxt), p.k + 16, p.nxt)
-        return _Pool(s, p.k, t, f, nx)
+        done = p.polished_done | (want & (state.error <= tol))
+        checkpoint = jnp.where(
+            want & (p.steps >= p.checkpoint), p.steps + _CHECKPOINT_EVERY, p.checkpoint
+        )
+        return _Pool(state, p.steps, below, done, checkpoint)
 
     def polish_wanted(p: _Pool):
-        return active(p.s, p.k) & ((p.s.error <= p.thr) | (p.k >= p.nxt))
+        return active(p.state, p.steps) & (
+            (p.state.error <= p.polish_below) | (p.steps >= p.checkpoint)
+        )
 
     data = pool.data
     const = (data, qp)
-    fresh = jnp.zeros((n_lanes,), bool)
+    polished_done = jnp.zeros((n_lanes,), bool)
     # polish checkpoints (in steps of tail_solver): none without in-round polishing
-    nxt = jnp.full((n_lanes,), 32 if polish_at > 0 else max_steps, jnp.int32)
-    lanes = _Pool(pool._replace(data=None), k, thr, fresh, nxt)
+    checkpoint = jnp.full((n_lanes,), _FIRST_CHECKPOINT if polish_at > 0 else max_steps, jnp.int32)
+    lanes = _Pool(pool._replace(data=None), steps, polish_below, polished_done, checkpoint)
     lanes = lockstep_rounds(
         advance,
         lanes,
         const,
-        g=g,
+        g=chunk_lanes,
         keep=keep,
         tail=tail,
-        active=lambda p: active(p.s, p.k),
+        active=lambda p: active(p.state, p.steps),
         running=running,
         between=(polish_wanted, polish) if polish_at > 0 else None,
     )
-    pool, k, fresh = lanes.s._replace(data=data), lanes.k, lanes.fresh
+    pool, steps, polished_done = lanes.state._replace(data=data), lanes.steps, lanes.polished_done
 
     if tail > 0:
         # the last lanes, one after another with real branches (the core's tail)
-        pool, k = run_tail(tail_solver, pool, qp, k, tol, max_steps, active(pool, k), tail)
+        pool, steps = run_tail(
+            tail_solver, pool, qp, steps, tol, max_steps, active(pool, steps), tail
+        )
 
     if solver.polish:
         # finalize's polish, gathered: only the converged lanes that did not end at an
         # in-round polish (most lanes do); then finalize without polish, which gives
         # the same state as finalize with it on each lane
-        fp = solver.final_polish
+        final_polish_one = solver.final_polish
 
-        def final_polish(s, const, want):
+        def final_polish(state, const, want):
             data, args = const
-            s = s._replace(data=data)
-            new = jax.vmap(fp)(s, args, want)
-            return lane_select(want, new._replace(data=None), s._replace(data=None))
+            state = state._replace(data=data)
+            new = jax.vmap(final_polish_one)(state, args, want)
+            return lane_select(want, new._replace(data=None), state._replace(data=None))
 
-        want = (pool.error <= tol) & ~fresh
-        dyn = apply_gathered(final_polish, pool._replace(data=None), const, want, g)
-        pool = dyn._replace(data=data)
+        want = (pool.error <= tol) & ~polished_done
+        polished = apply_gathered(final_polish, pool._replace(data=None), const, want, chunk_lanes)
+        pool = polished._replace(data=data)
         solver = dataclasses.replace(solver, polish=False)
-    return final_by_chunks(solver, pool, qp, tol, k, g, size)
+    return final_by_chunks(solver, pool, qp, tol, steps, chunk_lanes, size)

@@ -1,6 +1,6 @@
 r"""PAC-Bayes certificates on a learned QP solver's failure probability.
 
-Deep FlexQP (paper 4, Oshin et al., ICLR 2026) certifies its learned solver with a
+Deep FlexQP (Oshin, Ghosh, Saravanos, Theodorou, ICLR 2026, arXiv:2512.01565) certifies its learned solver with a
 PAC-Bayes bound on the probability, over the problem distribution $\mathcal D$, that
 the residual after $K$ iterations exceeds a tolerance. For a Gaussian posterior
 $Q = \mathcal N(\theta, s^2 I)$ over the policies' weights and a prior
@@ -29,13 +29,14 @@ problem). The two bounds compose because $\mathrm{kl}^{-1}$ is increasing in its
 argument; over $T$ tolerances each gets $\delta/T$ and $\delta'/T$ (a union bound), so
 all $T$ certificates hold at once with probability $1 - \delta - \delta'$.
 
-Which prior: on problems held out from training (the issue's set-up and the default,
-``prior=None``) the prior may depend on the training data, so it is the posterior itself
+Which prior: on problems held out from training (the default, ``prior=None``) the
+prior may depend on the training data, so it is the posterior itself
 ($\mathrm{KL} = 0$, the bound is a test-set bound). To certify on the training problems,
 pass a data-independent ``prior`` (the policies at their initialization, drawn from a
 fixed key) and ``prior_scale``; then $\mathrm{KL}$ grows with the distance training
-moved the weights, and with ~2e4 weights the bound is informative only when that
-distance is small against ``prior_scale``.
+moved the weights, and with the ~2e4 weights of `Policies.learned
+<jaxsolve.qp.deep.Policies.learned>` the bound is informative only when that distance
+is small against ``prior_scale``.
 """
 
 from __future__ import annotations
@@ -77,6 +78,7 @@ class PACBayesBound(NamedTuple):
 
 
 def _kl_bernoulli(p, q):
+    """``kl(p || q)``, the relative entropy of Bernoulli(p) from Bernoulli(q) (NumPy)."""
     p = np.clip(p, 0.0, 1.0)
     q = np.clip(q, 1e-300, 1.0 - 1e-16)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -107,14 +109,16 @@ def kl_inverse(p: Any, c: Any, iters: int = 100) -> np.ndarray:
 def gaussian_kl(mean_q, mean_p, scale_q: float, scale_p: float) -> float:
     r"""$\mathrm{KL}(\mathcal N(m_q, s_q^2 I)\,\|\,\mathcal N(m_p, s_p^2 I))$ over the
     inexact array leaves of two pytrees of the same structure (the weights)."""
-    lq = jax.tree.leaves(eqx.filter(mean_q, eqx.is_inexact_array))
-    lp = jax.tree.leaves(eqx.filter(mean_p, eqx.is_inexact_array))
-    if len(lq) != len(lp) or any(a.shape != b.shape for a, b in zip(lq, lp, strict=True)):
+    leaves_q = jax.tree.leaves(eqx.filter(mean_q, eqx.is_inexact_array))
+    leaves_p = jax.tree.leaves(eqx.filter(mean_p, eqx.is_inexact_array))
+    if len(leaves_q) != len(leaves_p) or any(
+        a.shape != b.shape for a, b in zip(leaves_q, leaves_p, strict=True)
+    ):
         raise ValueError("the prior's policies must have the posterior's structure")
-    d = sum(int(np.size(a)) for a in lq)
-    sq = sum(float(jnp.sum((a - b) ** 2)) for a, b in zip(lq, lp, strict=True))
-    r = (scale_q / scale_p) ** 2
-    return 0.5 * (d * r + sq / scale_p**2 - d - d * math.log(r))
+    d = sum(int(np.size(a)) for a in leaves_q)
+    dist_sq = sum(float(jnp.sum((a - b) ** 2)) for a, b in zip(leaves_q, leaves_p, strict=True))
+    ratio = (scale_q / scale_p) ** 2
+    return 0.5 * (d * ratio + dist_sq / scale_p**2 - d - d * math.log(ratio))
 
 
 def _check_scale(name, s, allow_zero):
@@ -126,16 +130,18 @@ def _check_scale(name, s, allow_zero):
 
 @eqx.filter_jit
 def _residuals_chunk(policies, qps, keys, scale, K):
+    """The residual after ``K`` iterations on each QP of the chunk ``qps``, each with
+    its own weight draw from ``N(policies, scale^2 I)`` (one key per QP)."""
     params, static = eqx.partition(policies, eqx.is_inexact_array)
 
-    def one(qp, k):
-        leaves, tdef = jax.tree.flatten(params)
-        ks = jax.random.split(k, len(leaves))
+    def one(qp, key):
+        leaves, treedef = jax.tree.flatten(params)
+        leaf_keys = jax.random.split(key, len(leaves))
         noisy = [
-            a + scale * jax.random.normal(kk, a.shape, a.dtype)
-            for a, kk in zip(leaves, ks, strict=True)
+            a + scale * jax.random.normal(leaf_key, a.shape, a.dtype)
+            for a, leaf_key in zip(leaves, leaf_keys, strict=True)
         ]
-        pol = eqx.combine(jax.tree.unflatten(tdef, noisy), static)
+        pol = eqx.combine(jax.tree.unflatten(treedef, noisy), static)
         sol = solve(DeepFlexQP(policies=pol), jnp.zeros_like(qp.q), qp, tol=0.0, max_steps=K)
         return sol.error
 
@@ -166,11 +172,10 @@ def residuals_after(
     idx = jnp.concatenate([jnp.arange(count), jnp.full((pad,), count - 1)])
     qps, keys = jax.tree.map(lambda v: v[idx], (qps, keys))
     out = []
-    for s in range(0, count + pad, chunk):
-        part = jax.tree.map(lambda v, s=s: v[s : s + chunk], qps)
-        out.append(
-            np.asarray(_residuals_chunk(policies, part, keys[s : s + chunk], jnp.asarray(scale), K))
-        )
+    for start in range(0, count + pad, chunk):
+        part = jax.tree.map(lambda v, start=start: v[start : start + chunk], qps)
+        part_keys = keys[start : start + chunk]
+        out.append(np.asarray(_residuals_chunk(policies, part, part_keys, jnp.asarray(scale), K)))
     return np.concatenate(out)[:count]
 
 
@@ -231,8 +236,10 @@ def pac_bayes_bound(
     n = int(qps.q.shape[0])
     res = residuals_after(policies, qps, K, scale=posterior_scale, key=key)
     fail = ~(res[None, :] <= tols[:, None])  # NaN counts as a failure
-    emp = fail.mean(axis=1)
-    t = tols.size
-    risk_s = kl_inverse(emp, math.log(t / delta_sample) / n)
-    bound = kl_inverse(risk_s, (kl + math.log(2.0 * math.sqrt(n) * t / delta)) / n)
-    return PACBayesBound(tols, bound, emp, float(kl), res)
+    empirical = fail.mean(axis=1)
+    n_tols = tols.size
+    # Chernoff's bound on the empirical risk of Q, then the PAC-Bayes-kl bound (module
+    # docstring), each at confidence delta / n_tols (a union bound over the tolerances)
+    risk_sample = kl_inverse(empirical, math.log(n_tols / delta_sample) / n)
+    bound = kl_inverse(risk_sample, (kl + math.log(2.0 * math.sqrt(n) * n_tols / delta)) / n)
+    return PACBayesBound(tols, bound, empirical, float(kl), res)

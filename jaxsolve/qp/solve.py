@@ -161,8 +161,8 @@ def _vmappable_single(solver, x0, qp, tol, max_steps, implicit, batch_kw, histor
         return primal(x0, qp, tol_a)
     # the solve on constant inputs, then the driver's implicit rule at its end
     # (a jvp of the custom_vmap itself is never taken)
-    sg = jax.lax.stop_gradient
-    return _attach(solver, qp, primal(sg(x0), sg(qp), tol_a))
+    x0_const, qp_const = jax.lax.stop_gradient((x0, qp))
+    return _attach(solver, qp, primal(x0_const, qp_const, tol_a))
 
 
 def _flexqp_settings(hyper: dict, batched: bool) -> dict:
@@ -362,8 +362,8 @@ def solve_qp(
         )
         tol_a = jnp.asarray(tol, dtype)
         if implicit:  # the batch on constant inputs, the implicit rule lane by lane
-            sg = jax.lax.stop_gradient
-            sol = solve_lockstep(lock, tail, sg(x0), sg(qp), tol_a, **dict(opts))
+            x0_const, qp_const = jax.lax.stop_gradient((x0, qp))
+            sol = solve_lockstep(lock, tail, x0_const, qp_const, tol_a, **dict(opts))
             sol = _attach(lock, qp, sol, batch_axes=0)
         else:
             sol = solve_lockstep(lock, tail, x0, qp, tol_a, **dict(opts))

@@ -11,9 +11,9 @@ $$
 
 the paper's loss (supervising the multipliers keeps $\mu \ge |y^\star|$, the exact
 regime of the relaxation), or with ``loss="log"`` the log-scaled variant
-$\frac1K \sum_k \log_{10}(\epsilon + \|\xi_k - \xi^\star\| / \|\xi^\star\|)$, which
-keeps pulling once the residual is small (a guess at the paper's Eq. 14, whose exact
-form was not read; it is what makes small-residual certificates informative).
+$\frac1K \sum_k \log_{10}(\epsilon + \|\xi_k - \xi^\star\| / \|\xi^\star\|)$
+($\epsilon = 10^{-12}$), which keeps pulling once the residual is small: it is what
+makes certificates at small residuals (`jaxsolve.qp.pac_bayes`) informative.
 
 `problem_set` draws a class of `jaxsolve.qp.problems` (random, equality, portfolio,
 lasso, huber, svm, control) with its own seed, and `reference_solutions` solves them
@@ -50,9 +50,12 @@ __all__ = [
 CLASSES = ("random", "equality", "portfolio", "lasso", "huber", "svm", "control")
 
 
-def _one(cls: str, key, n: int, dtype):
-    # about n variables in every class: the generators' own size arguments count
-    # factors, features or states (portfolio(key, 10) has 1010 variables)
+def _draw(cls: str, key, n: int, dtype):
+    """One QP of class ``cls`` with about ``n`` variables.
+
+    The generators' own size arguments count factors, features or states
+    (``portfolio(key, 10)`` has 1010 variables), so each class converts ``n``.
+    """
     if cls == "random":
         return gen.random_qp(key, n, dtype=dtype)
     if cls == "equality":
@@ -88,8 +91,9 @@ def problem_set(cls: str, count: int, n: int, *, seed: int, dtype=jnp.float64) -
 
 @functools.lru_cache(maxsize=32)
 def _generator(cls: str, n: int, dtype):
-    # one compiled, vmapped draw: a Python loop of eager draws took 9-70 s for 50 QPs
-    return jax.jit(jax.vmap(lambda k: _one(cls, k, n, dtype)))
+    """One compiled, vmapped draw per ``(cls, n, dtype)``: eager draws in a Python loop
+    dispatch every small operation on its own and are far slower."""
+    return jax.jit(jax.vmap(lambda k: _draw(cls, k, n, dtype)))
 
 
 def reference_solutions(qps: QP, tol: float = 1e-10):
@@ -102,9 +106,9 @@ def unrolled_loss(policies: Policies, qps: QP, x_star, y_star, K: int, kind: str
     """Mean over the batch of the unrolled loss (module docstring)."""
     solver = DeepFlexQP(policies=policies)
 
-    def one(qp, xs, ys):
+    def one(qp, x_ref, y_ref):
         sol = solve(solver, jnp.zeros_like(qp.q), qp, loop="fixed", max_steps=K, tol=0.0)
-        ref = jnp.concatenate([xs, ys])
+        ref = jnp.concatenate([x_ref, y_ref])
         xi = jnp.concatenate([sol.info.x, sol.info.y], axis=1)
         rel = jnp.linalg.norm(xi - ref, axis=1) / jnp.maximum(jnp.linalg.norm(ref), 1e-12)
         if kind == "log":
@@ -115,7 +119,13 @@ def unrolled_loss(policies: Policies, qps: QP, x_star, y_star, K: int, kind: str
 
 
 class TrainResult(NamedTuple):
-    """The trained policies, the loss per training step, and the wall time (s)."""
+    """`train_policy`'s result.
+
+    Attributes:
+        policies: the trained `jaxsolve.qp.deep.Policies`.
+        losses: ``(steps,)`` float64, the minibatch loss at each training step.
+        seconds: wall time of the training loop (s), compilation included.
+    """
 
     policies: Policies
     losses: np.ndarray
@@ -158,8 +168,8 @@ def train_policy(
             return unrolled_loss(eqx.combine(p, static), *batch, K, loss)
 
         value, grads = jax.value_and_grad(f)(params)
-        upd, state = opt.update(grads, state, params)
-        return optax.apply_updates(params, upd), state, value
+        updates, state = opt.update(grads, state, params)
+        return optax.apply_updates(params, updates), state, value
 
     bar = None
     if progress:
