@@ -41,7 +41,7 @@ def run(out_dir) -> list[dict]:
     truth = np.roll(base, tuple(mean), axis=(0, 1))
     fstar = float(weights @ np.sum((shifts - mean) ** 2, axis=1)) / n**2
     sol, secs = timed(barycenter, jnp.asarray(mus), jnp.asarray(weights), history=True)
-    dist = float(w2(sol.x, jnp.asarray(truth / truth.sum()), grid))
+    dist = float(w2(sol.x, jnp.asarray(truth / truth.sum()), grid).x)
     rows = [
         {
             "problem": "W2 barycenter of 3 translated L shapes",

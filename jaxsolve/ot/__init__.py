@@ -1,6 +1,6 @@
 """Optimal transport on grids: c-transforms, pushforwards, Sobolev gradient ascent barycenters."""
 
-from jaxsolve.ot.distance import w2
+from jaxsolve.ot.distance import W2State, w2
 from jaxsolve.ot.grid import Grid
 from jaxsolve.ot.sobolev import barycenter, barycenter_functional, sobolev_barycenter
 from jaxsolve.ot.transforms import (
@@ -13,6 +13,7 @@ from jaxsolve.ot.transforms import (
 
 __all__ = [
     "Grid",
+    "W2State",
     "barycenter",
     "barycenter_functional",
     "c_transform",

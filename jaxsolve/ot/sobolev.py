@@ -484,10 +484,13 @@ def barycenter_functional(
     max_steps: int = 1000,
     stepsize: float = 2.0,
     subsample: int = 2,
-):
+) -> Solution:
     r"""The barycenter functional $F(\alpha, \mu) = \min_\rho \sum_i \alpha_i W_2^2(\mu_i, \rho)$.
 
-    Returns ``(F, sol)`` with ``sol`` the `barycenter` solution. The value is
+    Returns the `barycenter` solution with ``x`` replaced by the value ``F`` (a
+    differentiable scalar): ``sol.state.x`` is still the barycenter histogram,
+    ``sol.state.potentials`` the dual potentials, ``status`` and ``error`` those of the
+    barycenter solve. The value is
     $\sum_i \alpha_i C_i$, $C_i$ the cost of the transport plan from
     $\mu_i$ to its pushforward $\rho_i$ (cell centre to image point, as in
     `w2`; in 1D the exact cost of the semi-discrete plan of the cell-uniform density),
@@ -543,4 +546,4 @@ def barycenter_functional(
     g = sg(jax.vmap(lambda p: cell_potential(p, grid, sub))(psi))
     axes = tuple(range(1, dens.ndim))
     lin = 2.0 * jnp.sum(g * (hists - sg(hists)), axis=axes)
-    return jnp.sum(w * (costs + lin)), sol
+    return sol._replace(x=jnp.sum(w * (costs + lin)))

@@ -143,7 +143,7 @@ def test_w2_envelope_gradient_matches_exact_fd(dens1d):
     def exact(a, b):
         return float(np.mean((_quantile(a) - _quantile(b)) ** 2))
 
-    ga, gb = jax.grad(lambda a, b: w2(a, b, tol=1e-10, max_steps=4000), (0, 1))(
+    ga, gb = jax.grad(lambda a, b: w2(a, b, tol=1e-10, max_steps=4000).x, (0, 1))(
         jnp.asarray(a), jnp.asarray(b)
     )
     fd_a = _fd_gradient(lambda v: exact(v, b), a, 1e-6)
@@ -164,7 +164,7 @@ def test_barycenter_functional_envelope_gradients_match_exact_fd(dens1d):
         return float(w @ np.mean((Q - w @ Q) ** 2, axis=1))
 
     def ours(W, D):
-        return barycenter_functional(D, W, tol=1e-10, max_steps=4000)[0]
+        return barycenter_functional(D, W, tol=1e-10, max_steps=4000).x
 
     gw, gD = jax.grad(ours, (0, 1))(jnp.asarray(w), jnp.asarray(mus))
     # the weight gradient is the vector of squared distances to the barycenter, up to a common
