@@ -7,7 +7,7 @@ from typing import Any, NamedTuple
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, ArrayLike, Float
+from jaxtyping import ArrayLike, Float
 
 from jaxsolve.core import Solution, solve
 from jaxsolve.core.protocol import AbstractSolver, hyper
@@ -28,7 +28,7 @@ __all__ = ["W2State", "w2"]
 
 
 class W2State(NamedTuple):
-    """State of `w2`'s dual ascent (``Solution.state`` of `w2`).
+    r"""State of `w2`'s dual ascent (``Solution.state`` of `w2`).
 
     Attributes:
         x: the potential ``f`` on the target grid.
