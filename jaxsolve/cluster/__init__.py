@@ -1,4 +1,10 @@
-"""Clustering on manifolds: K-means by cubic-regularized Riemannian Newton (paper 12), Ratio Cut on the RIM manifold (paper 14)."""
+"""Clustering on manifolds: K-means by cubic-regularized Riemannian Newton, Ratio Cut on RIM.
+
+K-means through the Burer-Monteiro factor of its SDP relaxation (Xu, Hou, Chen, Zhang,
+ICLR 2026; `kmeans`, `kmeans_newton`, with the first-order baseline `nlr`), and Ratio
+Cut over the relaxed indicator matrix manifold (Yuan, Xie, Nie, Li, ICLR 2026;
+`ratio_cut`).
+"""
 
 from jaxsolve.cluster._problem import (
     feasible_point,

@@ -88,9 +88,9 @@ def barrier_hvp_q(x, mu, dqs):
     w = barrier_weight(mu, v, q)
     du = small_einsum("ia,kab->kib", ybar, dqs)
     dgu = w * du / (u * u)
-    hq = jnp.einsum("ia,kib->kab", ybar, dgu)
-    hv = small_einsum("kib,ab->kia", dgu, q) - w * small_einsum("ib,kab->kia", 1.0 / u, dqs)
-    return hv[:, :, 1:], hq
+    hvp_q = jnp.einsum("ia,kib->kab", ybar, dgu)
+    hvp_v = small_einsum("kib,ab->kia", dgu, q) - w * small_einsum("ib,kab->kia", 1.0 / u, dqs)
+    return hvp_v[:, :, 1:], hvp_q
 
 
 def hess_form(x, data, mu, xi, pq):
@@ -117,11 +117,11 @@ def hess_form(x, data, mu, xi, pq):
 def riemannian_gradient(x, g, basis):
     """Riemannian gradient in tangent coordinates: (Xi_g, omega_g)."""
     v, q = x
-    gv, gq = g
+    grad_v, grad_q = g
     rho2 = jnp.sum(v * v)
-    gvc = gv - jnp.mean(gv, axis=0, keepdims=True)
-    xi = gvc - (jnp.sum(v * gvc) / rho2) * v
-    om = jnp.einsum("kab,ab->k", basis, gq @ q.T)
+    grad_v_centred = grad_v - jnp.mean(grad_v, axis=0, keepdims=True)
+    xi = grad_v_centred - (jnp.sum(v * grad_v_centred) / rho2) * v
+    om = jnp.einsum("kab,ab->k", basis, grad_q @ q.T)
     return xi, om
 
 
@@ -171,29 +171,29 @@ def structure(x, g, data, mu, basis, horizontal=True):
     vertical constraints (the subproblem on the full tangent space).
     """
     v, q = x
-    gv, gq = g
+    grad_v, grad_q = g
     n, p = v.shape
-    dt = v.dtype
+    dtype = v.dtype
     w = barrier_weight(mu, v, q)
     u = lift(v, q)
     dmat = w / (u * u)
     q1 = q[1:]
-    c_v = jnp.sum(v * gv) / jnp.sum(v * v)
-    blocks = jnp.einsum("ar,ir,br->iab", q1, dmat, q1) - c_v * jnp.eye(p, dtype=dt)
+    c_v = jnp.sum(v * grad_v) / jnp.sum(v * v)
+    blocks = jnp.einsum("ar,ir,br->iab", q1, dmat, q1) - c_v * jnp.eye(p, dtype=dtype)
     evals, evecs = eigh_small(blocks)
 
     # Border: D^2 f[(0, E_k Q)], written out (checked against autodiff in the tests).
     dirs = basis @ q  # (m_w, r, r)
-    hv, hq = barrier_hvp_q(x, mu, dirs)
-    sym_s = 0.5 * (q.T @ gq + gq.T @ q)
-    h_om = jnp.einsum("lab,kab->kl", dirs, hq) - jnp.einsum("lab,kac,cb->kl", dirs, dirs, sym_s)
+    hvp_v, hvp_q = barrier_hvp_q(x, mu, dirs)
+    sym_s = 0.5 * (q.T @ grad_q + grad_q.T @ q)
+    h_om = jnp.einsum("lab,kab->kl", dirs, hvp_q) - jnp.einsum("lab,kac,cb->kl", dirs, dirs, sym_s)
     h_om = 0.5 * (h_om + h_om.T)
     if horizontal:
         xis, cs = vertical(v, basis)
     else:
-        xis, cs = jnp.zeros((0, n, p), dt), jnp.zeros((0, basis.shape[0]), dt)
-    rgen = jnp.concatenate([hv, v[None], xis], axis=0)
-    xbar = jnp.concatenate([data, jnp.ones((n, 1), dt)], axis=1)
+        xis, cs = jnp.zeros((0, n, p), dtype), jnp.zeros((0, basis.shape[0]), dtype)
+    rgen = jnp.concatenate([hvp_v, v[None], xis], axis=0)
+    xbar = jnp.concatenate([data, jnp.ones((n, 1), dtype)], axis=1)
     ia, ib = np.triu_indices(xbar.shape[1])
     xpairs = xbar[:, ia] * xbar[:, ib]
     m_w, m_v = basis.shape[0], cs.shape[0]
@@ -213,7 +213,7 @@ def structure(x, g, data, mu, basis, horizontal=True):
     epairs = evecs[:, pa, :] * evecs[:, pb, :]
     lay = layout(xbar.shape[1], p, m_w, m_v, kmax)
     cvals = jnp.concatenate(
-        [jnp.full((1,), 0.5, dt), h_om.reshape(-1), cs.T.reshape(-1), jnp.zeros((1,), dt)]
+        [jnp.full((1,), 0.5, dtype), h_om.reshape(-1), cs.T.reshape(-1), jnp.zeros((1,), dtype)]
     )
     f0 = cvals[lay.f0_map]
     return Structure(
@@ -239,8 +239,8 @@ class Layout(NamedTuple):
     """Static (NumPy) index maps of the reduced KKT matrix, built by `layout`."""
 
     perm: np.ndarray  # reduced-system order: the a-block (kept), then the c-block
-    iperm: np.ndarray
-    na: int
+    iperm: np.ndarray  # the inverse permutation (back to the unpermuted order)
+    na: int  # size of the a-block: data z, omega and the correction columns
     s_map: np.ndarray  # (m, m) index into [ksym, kg, gg] of each permuted entry
     f0_map: np.ndarray  # (m, m) index into [1/2, h_om, vcoup, 0]
     lam_diag: np.ndarray  # (m,) 1 on the omega diagonal
@@ -264,8 +264,8 @@ def layout(d1: int, p: int, m_w: int, m_v: int, kmax: int) -> Layout:
     n_pp = p * (p + 1) // 2
     n_ks = (d1 * (d1 + 1) // 2) * n_pp
     s_map = np.zeros((m, m), np.int64)
-    kk = (pos_x[:, None, :, None] * n_pp + pos_p[None, :, None, :]).reshape(dk, dk)
-    s_map[:dk, :dk] = kk
+    k_block = (pos_x[:, None, :, None] * n_pp + pos_p[None, :, None, :]).reshape(dk, dk)
+    s_map[:dk, :dk] = k_block
     kg = n_ks + np.arange(m_g)[:, None] * dk + np.arange(dk)[None, :]  # kg[j, u]
     s_map[dk:, :dk] = kg
     s_map[:dk, dk:] = kg.T
@@ -327,13 +327,13 @@ def factor_eigen(system, lam):
     points the per-op overhead, not the arithmetic, dominates.
     """
     n, p = system.evals.shape
-    dt = system.evals.dtype
+    dtype = system.evals.dtype
     d1 = system.xbar.shape[1]
     m_w, m_v = system.vcoup.shape
     kmax = n_corrections(system)
     lay = layout(d1, p, m_w, m_v, kmax)
     e_l = system.evals + lam
-    c0 = jnp.mean(jnp.abs(e_l)) + jnp.finfo(dt).tiny
+    c0 = jnp.mean(jnp.abs(e_l)) + jnp.finfo(dtype).tiny
     e_t = jnp.where(system.moved, jnp.maximum(e_l, 0.0) + c0, e_l)
     inv = 1.0 / e_t
     sel = system.ev_sel + lam
@@ -357,7 +357,7 @@ def factor_eigen(system, lam):
     gg = jnp.block([[gg0, gg_rw], [gg_rw.T, jnp.diag(inv_w)]])
     vals = jnp.concatenate([ksym.reshape(-1), kg.reshape(-1), gg.reshape(-1)])
     dvec = jnp.concatenate(
-        [lam * lay.lam_diag.astype(dt), e_diag, jnp.zeros((lay.perm.size - lay.na,), dt)]
+        [lam * lay.lam_diag.astype(dtype), e_diag, jnp.zeros((lay.perm.size - lay.na,), dtype)]
     )
     s = system.f0 - vals[lay.s_map] + jnp.diag(dvec)
     # a = data z (first d p), omega and the correction columns; c = the multipliers
@@ -425,9 +425,9 @@ def factor(system, lam):
 def vertical(v, basis):
     """The vertical directions ``(V A_k, -diag(0, A_k) Q)`` in tangent coordinates."""
     r = basis.shape[1]
-    dt = v.dtype
-    small = skew_basis(r - 1, dt)
-    big = jnp.zeros((small.shape[0], r, r), dt).at[:, 1:, 1:].set(-small)
+    dtype = v.dtype
+    small = skew_basis(r - 1, dtype)
+    big = jnp.zeros((small.shape[0], r, r), dtype).at[:, 1:, 1:].set(-small)
     xis = small_einsum("ia,kab->kib", v, small)  # V A_k
     cs = jnp.einsum("kab,lab->kl", big, basis)  # omega coordinates of -diag(0, A_k)
     return xis, cs
@@ -455,8 +455,8 @@ def quadratic_form(x, g, data, mu, xi, omega):
     """``<p, Hess f(x)[p]>`` for ``p = (Xi, Omega Q)``: the Euclidean form plus the
     manifolds' Weingarten terms."""
     v, q = x
-    gv, gq = g
+    grad_v, grad_q = g
     pq = omega @ q
-    c_v = jnp.sum(v * gv) / jnp.sum(v * v)
-    sym_s = 0.5 * (q.T @ gq + gq.T @ q)
+    c_v = jnp.sum(v * grad_v) / jnp.sum(v * v)
+    sym_s = 0.5 * (q.T @ grad_q + grad_q.T @ q)
     return hess_form(x, data, mu, xi, pq) - c_v * jnp.sum(xi * xi) - jnp.sum(pq * (pq @ sym_s))

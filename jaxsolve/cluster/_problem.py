@@ -44,7 +44,7 @@ __all__ = [
 
 
 def kmeans_manifold(n: int, n_clusters: int, rank: int) -> Product:
-    """``CentredSphere(n, rank - 1, sqrt(K - 1)) x Orthogonal(rank)`` (paper 12, Theorem 2)."""
+    """``CentredSphere(n, rank - 1, sqrt(K - 1)) x Orthogonal(rank)`` (Xu et al. 2026, Theorem 2)."""
     return Product(
         CentredSphere(n, max(rank - 1, 1), math.sqrt(max(n_clusters - 1, 1e-300))),
         Orthogonal(rank),
@@ -65,7 +65,7 @@ def lift_basis(v):
 
 
 def lift(v, q):
-    """``U = [1/sqrt(n), V] Q`` (the submersion ``phi`` of paper 12)."""
+    """``U = [1/sqrt(n), V] Q`` (the submersion ``phi`` of Xu et al. 2026)."""
     return lift_basis(v) @ q
 
 
@@ -84,17 +84,17 @@ def _householder_with_first_row(q0):
     r = q0.shape[0]
     e1 = jnp.zeros_like(q0).at[0].set(1.0)
     v = q0 - e1
-    vv = jnp.sum(v * v)
-    safe = jnp.where(vv > 0, vv, 1.0)
+    v_sq = jnp.sum(v * v)
+    safe = jnp.where(v_sq > 0, v_sq, 1.0)
     h = jnp.eye(r, dtype=q0.dtype) - 2.0 * jnp.outer(v, v) / safe
-    return jnp.where(vv > 0, h, jnp.eye(r, dtype=q0.dtype))
+    return jnp.where(v_sq > 0, h, jnp.eye(r, dtype=q0.dtype))
 
 
 def feasible_point(key, n: int, n_clusters: int, rank: int, dtype=None, *, labels=None):
     r"""A strictly feasible start ``(V, Q)``: ``phi(V, Q) > 0`` entrywise (needs ``rank > K``).
 
-    See `_feasible_point` for the construction; compiled once per shape (an eager
-    call re-traced its Sinkhorn scan: ~1 s of host time per call).
+    See `_feasible_point` for the construction; compiled once per shape, because an
+    eager call would re-trace its Sinkhorn scan every time.
     """
     dtype = jnp.result_type(float) if dtype is None else jnp.dtype(dtype)
     if labels is not None and not isinstance(labels, jax.core.Tracer):
@@ -121,7 +121,7 @@ def _feasible_jit(key, labels, *, n, n_clusters, rank, dtype):
 def _feasible_point(key, n: int, n_clusters: int, rank: int, dtype=None, *, labels=None):
     r"""A strictly feasible start ``(V, Q)``: ``phi(V, Q) > 0`` entrywise (needs ``rank > K``).
 
-    Construction (derived here; paper 12 only states such points exist iff ``r > K``):
+    Construction (derived here; Xu et al. 2026 only state such points exist iff ``r > K``):
     assign the points at random to ``r`` balanced groups ``j(i)`` and set
     ``U_i = a e_{j(i)} + b 1`` with ``a = sqrt((K-1) r / ((r-1) n))`` and
     ``b = (sqrt(r/n) - a)/r > 0``; for equal group sizes this satisfies
@@ -223,11 +223,11 @@ def lloyd(points, centers, steps: int):
         return nearest_center(points, c)
 
     def body(c, _):
-        lab = assign(c)
-        oh = jax.nn.one_hot(lab, k, dtype=points.dtype)
-        cnt = jnp.sum(oh, 0)
-        new = (oh.T @ points) / jnp.maximum(cnt, 1)[:, None]
-        return jnp.where(cnt[:, None] > 0, new, c), None
+        labels = assign(c)
+        one_hot = jax.nn.one_hot(labels, k, dtype=points.dtype)
+        counts = jnp.sum(one_hot, 0)
+        new = (one_hot.T @ points) / jnp.maximum(counts, 1)[:, None]
+        return jnp.where(counts[:, None] > 0, new, c), None
 
     centers, _ = jax.lax.scan(body, centers, None, length=steps)
     return assign(centers), centers
@@ -240,10 +240,10 @@ def farthest_first(points, k: int):
     dmin = jnp.sum((points - points[i0]) ** 2, 1)
 
     def body(j, carry):
-        c, dm = carry
-        i = jnp.argmax(dm)
+        c, dist_min = carry
+        i = jnp.argmax(dist_min)
         c = c.at[j].set(points[i])
-        return c, jnp.minimum(dm, jnp.sum((points - points[i]) ** 2, 1))
+        return c, jnp.minimum(dist_min, jnp.sum((points - points[i]) ** 2, 1))
 
     centers, _ = jax.lax.fori_loop(1, k, body, (centers, dmin))
     return centers
@@ -253,7 +253,7 @@ def round_labels(u, k: int, steps: int = 30):
     r"""Hard labels from a factor ``U`` (``Z = U U^T``).
 
     For an exact solution ``Z = sum_k 1_{G_k} 1_{G_k}^T / |G_k|``, rows of ``U`` in one
-    cluster coincide and rows of different clusters are orthogonal (paper 12, Lemma 1),
+    cluster coincide and rows of different clusters are orthogonal (Xu et al. 2026, Lemma 1),
     so the rows normalized to unit length are ``K`` orthonormal points: Lloyd with a
     farthest-first seeding recovers the clusters exactly, and is a stable rounding
     when ``Z`` is only near block-diagonal (barrier, finite ``mu``).
@@ -271,12 +271,11 @@ def round_candidates(u, x, k: int, steps: int = 30):
     ``U`` (`round_labels`), (2) the rows of ``U`` as they are, and (3) the denoised
     points ``Z X``: row ``i`` is the ``Z``-weighted mean of the data seen from point
     ``i`` (its cluster's mean for an exact ``Z``), the rounding of the K-means SDP by
-    Mixon, Villar and Ward (2017). Measured on scikit-learn's digits (K = 10, where
-    the relaxation at the default barrier is far from block-diagonal), each followed by
-    20 Lloyd steps in the data space: 1.0012 / 1.0078 / 1.0012 x scikit-learn's inertia
-    from one solution and 1.024 / 1.008 / 1.001 from the same solution computed with
-    another floating-point reduction order; (1) alone was the previous rounding.
-    `jaxsolve.cluster.kmeans` keeps the candidate with the lowest K-means objective.
+    Mixon, Villar and Ward (2017). Where the relaxation is far from block-diagonal
+    (scikit-learn's digits, K = 10, at the default barrier) the three differ, and which
+    one ends best depends on rounding-level differences in the solution, so all three
+    are tried: `jaxsolve.cluster.kmeans` keeps the candidate with the lowest K-means
+    objective (its inertia against scikit-learn's: `bench/results/cluster.md`).
     """
     rows = u / jnp.maximum(jnp.linalg.norm(u, axis=1, keepdims=True), jnp.finfo(u.dtype).tiny)
 
@@ -289,9 +288,10 @@ def round_candidates(u, x, k: int, steps: int = 30):
 
 
 def centers_of(x, labels, k: int):
-    oh = jax.nn.one_hot(labels, k, dtype=x.dtype)
-    cnt = jnp.sum(oh, 0)
-    return (oh.T @ x) / jnp.maximum(cnt, 1)[:, None]
+    """The ``(k, d)`` means of the clusters of ``labels`` (0 for an empty cluster)."""
+    one_hot = jax.nn.one_hot(labels, k, dtype=x.dtype)
+    counts = jnp.sum(one_hot, 0)
+    return (one_hot.T @ x) / jnp.maximum(counts, 1)[:, None]
 
 
 def inertia(x, labels, centers):

@@ -1,4 +1,4 @@
-"""``jaxsolve.cluster.kmeans``: K-means through the SDP relaxation on a manifold (paper 12)."""
+"""``jaxsolve.cluster.kmeans``: K-means through the SDP relaxation on a manifold (Xu, Hou, Chen, Zhang, ICLR 2026)."""
 
 from __future__ import annotations
 
@@ -87,31 +87,34 @@ def _fill_empty(x, labels, k: int):
     """Give every empty cluster a point: the point farthest from its centre among the
     clusters of two or more points becomes a singleton (scikit-learn's relocation; it
     lowers the objective, or keeps it where that point sits on its centre). An empty
-    cluster would otherwise get the invented centre 0 (issue 23: all-equal points)."""
+    cluster would otherwise get the invented centre 0 (as happens when points coincide)."""
 
-    def body(_, lab):
-        cnt = jnp.bincount(lab, length=k)
-        c = centers_of(x, lab, k)
-        d = jnp.sum((x - c[lab]) ** 2, axis=1)
-        d = jnp.where(cnt[lab] >= 2, d, -1.0)
+    def body(_, labels):
+        counts = jnp.bincount(labels, length=k)
+        c = centers_of(x, labels, k)
+        d = jnp.sum((x - c[labels]) ** 2, axis=1)
+        d = jnp.where(counts[labels] >= 2, d, -1.0)
         i = jnp.argmax(d)
-        empty = cnt == 0
+        empty = counts == 0
         j = jnp.argmax(empty)
         move = jnp.any(empty) & (d[i] >= 0)
-        return jnp.where(move, lab.at[i].set(j.astype(lab.dtype)), lab)
+        return jnp.where(move, labels.at[i].set(j.astype(labels.dtype)), labels)
 
     return jax.lax.fori_loop(0, k, body, labels)
 
 
 @partial(jax.jit, static_argnames=("k", "polish"))
 def _finish(x, u, k, polish):
+    """Labels and centres of the best of the three roundings of ``U`` (`round_candidates`),
+    each refined by ``polish`` Lloyd steps, by K-means objective."""
+
     def refine(labels):
         if polish:
             # fill, Lloyd, fill: a two-pass loop, so _fill_empty is compiled once
-            def fill_then_lloyd(i, lab):
-                lab = _fill_empty(x, lab, k)
+            def fill_then_lloyd(i, labels):
+                labels = _fill_empty(x, labels, k)
                 return jax.lax.cond(
-                    i == 0, lambda b: lloyd(x, centers_of(x, b, k), polish)[0], lambda b: b, lab
+                    i == 0, lambda b: lloyd(x, centers_of(x, b, k), polish)[0], lambda b: b, labels
                 )
 
             labels = jax.lax.fori_loop(0, 2, fill_then_lloyd, labels)
@@ -155,7 +158,7 @@ def kmeans(
     The relaxed solution ``Z = U U^T`` is rounded to labels three ways
     (`jaxsolve.cluster.round_candidates`: clustering the normalized rows of ``U``,
     its raw rows, and the denoised points ``Z X``; all exact when ``Z`` is the
-    block-diagonal cluster matrix, paper 12, Lemma 1), ``polish`` Lloyd iterations in the
+    block-diagonal cluster matrix: Xu et al. 2026, Lemma 1), ``polish`` Lloyd iterations in the
     data space refine each (``polish=0``: the roundings as they are), and the partition
     with the lowest K-means objective is returned.
 
@@ -209,8 +212,7 @@ def kmeans(
         jax.config.update("jax_compilation_cache_dir", "/path/to/cache")
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
 
-    (measured on iris, 2 shared cores: first call 9.4 s with an empty cache, 1.0 s in a
-    fresh process once the cache holds the program).
+    First-call times against scikit-learn: `bench/results/compile.md`.
     """
     if method not in ("newton", "nlr"):
         raise ValueError(f"method must be 'newton' or 'nlr', got {method!r}")
@@ -234,7 +236,7 @@ def kmeans(
         raise ValueError(f"max_steps must be a positive int, got {max_steps!r}")
     if not (isinstance(polish, int) and polish >= 0):
         raise ValueError(f"polish must be a non-negative int, got {polish!r}")
-    dt = X.dtype
+    dtype = X.dtype
     if k == 1:
         return _result(X, jnp.zeros((n,), jnp.int32), jnp.mean(X, axis=0, keepdims=True), None)
     if k == n:
@@ -257,7 +259,7 @@ def kmeans(
     if method == "newton" and not (isinstance(mu, int | float) and mu > 0 and math.isfinite(mu)):
         raise ValueError(f"mu must be a positive number, got {mu!r}")
     if tol is None:
-        tol = 1e-6 if dt == jnp.float64 else 1e-4
+        tol = 1e-6 if dtype == jnp.float64 else 1e-4
     if isinstance(n_init, bool) or not isinstance(n_init, int | np.integer) or n_init < 1:
         raise ValueError(f"n_init must be a positive int, got {n_init!r}")
     if method == "newton":
@@ -269,10 +271,18 @@ def kmeans(
     packed = pack(solver)
     best = None
     keys = [key] + (list(jax.random.split(key, int(n_init) - 1)) if n_init > 1 else [])
-    for kk in keys:
+    for restart_key in keys:
         # one compiled program per restart (the same one for every key)
         labels, centers, obj, sol = _run(
-            X, kk, packed, tol, k=k, rank=rank, method=method, max_steps=budget, polish=polish
+            X,
+            restart_key,
+            packed,
+            tol,
+            k=k,
+            rank=rank,
+            method=method,
+            max_steps=budget,
+            polish=polish,
         )
         # a restart that ends SUCCESS wins over a failed one, then the lower objective
         rank_key = (int(sol.status) != Status.SUCCESS, float(obj))
@@ -285,16 +295,16 @@ def kmeans(
 def _run(X, key, solver, tol, *, k, rank, method, max_steps, polish):
     """One restart as one program: start, relaxation, rounding and polish, inertia.
 
-    Run eagerly, the data preparation, the lift and the inertia were ~25 one-op
-    programs, each compiled on the first call (a few hundred ms in all)."""
-    n, dt = X.shape[0], X.dtype
+    Run eagerly, the data preparation, the lift and the inertia would be some 25 one-op
+    programs, each compiled on the first call."""
+    n, dtype = X.shape[0], X.dtype
     data, _ = prepare_data(X)
     if method == "newton":
-        x0 = feasible_point(key, n, k, rank, dt)
+        x0 = feasible_point(key, n, k, rank, dtype)
         sol = solve(solver, x0, data, tol=tol, max_steps=max_steps)
         u = lift(*sol.x)
     else:
-        x0 = nlr_start(key, n, k, rank, dt)
+        x0 = nlr_start(key, n, k, rank, dtype)
         sol = solve(solver, x0, data, tol=tol, max_steps=max_steps)
         u = sol.x
     labels, centers = _finish(X, u, k, polish)
@@ -302,6 +312,7 @@ def _run(X, key, solver, tol, *, k, rank, method, max_steps, polish):
 
 
 def _result(X, labels, centers, relaxation, obj=None) -> Solution:
+    """The `Solution` of `kmeans` (``obj``: the inertia, computed when not given)."""
     if obj is None:
         obj = inertia(X, labels, centers)
     if relaxation is None:

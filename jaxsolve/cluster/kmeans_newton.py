@@ -1,6 +1,6 @@
 r"""Cubic-regularized Riemannian Newton for the K-means SDP (Xu, Hou, Chen, Zhang, ICLR 2026).
 
-Problem (paper 12, eq. 13) on the product manifold ``V x O_r`` of
+Problem (Xu err_trial al. 2026, eq. 13) on the product manifold ``V x O_r`` of
 `jaxsolve.cluster.kmeans_manifold`, with ``U = phi(V, Q) = [1/sqrt(n), V] Q``::
 
     min_{V, Q}  f(V, Q) = -||X^T V||_F^2 - w * sum_ij log U_ij,    w = mu / (n r),
@@ -16,7 +16,7 @@ Cartis 2021) on the manifold: the model
 space is minimized through its optimality condition ``(Hess f + lam I) p = -g`` with
 ``lam = sigma ||p||`` and ``Hess f + lam I`` positive definite there (Nesterov and
 Polyak 2006). The root of the secular equation ``lam = sigma ||p(lam)||`` is bracketed
-and found by bisection (paper 12: monotone in ``lam``, Lemma 2) with safeguarded Newton
+and found by bisection (monotone in ``lam``: Xu err_trial al. 2026, Lemma 2) with safeguarded Newton
 steps (`jaxsolve.cluster._cubic_subproblem`). Each trial ``lam`` factors the structured
 Hessian's reduced KKT system in time linear in the number of points
 (`jaxsolve.cluster._newton_system`); the step is accepted by ARC's ratio test
@@ -74,8 +74,8 @@ class NewtonState(NamedTuple):
         grad: its Euclidean gradient ``(G_V, G_Q)``.
         sigma: the cubic regularization weight.
         mu: the current barrier weight (continuation down to the target ``mu``).
-        plen: length of the last model minimizer (0 before the first): with ``sigma``
-            it warm-starts the next secular search at ``lam = sigma * plen``.
+        step_length: length of the last model minimizer (0 before the first): with ``sigma``
+            it warm-starts the next secular search at ``lam = sigma * step_length``.
     """
 
     x: tuple
@@ -86,7 +86,7 @@ class NewtonState(NamedTuple):
     grad: tuple
     sigma: jax.Array
     mu: jax.Array
-    plen: jax.Array
+    step_length: jax.Array
 
 
 class NewtonInfo(NamedTuple):
@@ -138,13 +138,13 @@ class KMeansNewton(AbstractSolver):
     path: str = eqx.field(static=True, default="multiplicative")
 
     def init(self, x0, args) -> NewtonState:
-        dt = x0[0].dtype
-        mu = jnp.maximum(hyper(self.mu, dt), hyper(self.mu_start, dt))
+        dtype = x0[0].dtype
+        mu = jnp.maximum(hyper(self.mu, dtype), hyper(self.mu_start, dtype))
         f, g = value_and_grad(x0, args, mu)
         basis = skew_basis(x0[1].shape[0], x0[0].dtype)
         xi, om = riemannian_gradient(x0, g, basis)
         err = jnp.sqrt(jnp.sum(xi * xi) + jnp.sum(om * om))
-        err = jnp.where(jnp.isfinite(f), err, jnp.inf) + (mu - hyper(self.mu, dt))
+        err = jnp.where(jnp.isfinite(f), err, jnp.inf) + (mu - hyper(self.mu, dtype))
         return NewtonState(
             x=x0,
             iter_num=jnp.int32(0),
@@ -152,25 +152,25 @@ class KMeansNewton(AbstractSolver):
             status=jnp.int32(Status.SUCCESS),
             value=f,
             grad=g,
-            sigma=hyper(self.sigma0, dt),
+            sigma=hyper(self.sigma0, dtype),
             mu=mu,
-            plen=jnp.zeros((), dt),
+            step_length=jnp.zeros((), dtype),
         )
 
     def step(self, state: NewtonState, args) -> tuple[NewtonState, NewtonInfo]:
         max_inner, path = self.max_inner, self.path
         x = state.x
         v, q = x
-        dt = v.dtype
+        dtype = v.dtype
         mu = state.mu
         sigma = state.sigma
         n, r = v.shape[0], q.shape[0]
-        basis = skew_basis(r, dt)
+        basis = skew_basis(r, dtype)
         # Unit-radius copy of the lift; V is retracted as V = rho * R_{V/rho}(Xi/rho), rho = ||V||.
         sphere, orth = kmeans_manifold(n, 2, r).manifolds
         g = state.grad
-        gxi, g_om = riemannian_gradient(x, g, basis)
-        gnorm = jnp.sqrt(jnp.sum(gxi * gxi) + jnp.sum(g_om * g_om))
+        grad_xi, grad_om = riemannian_gradient(x, g, basis)
+        gnorm = jnp.sqrt(jnp.sum(grad_xi * grad_xi) + jnp.sum(grad_om * grad_om))
 
         system = structure(x, g, args, mu, basis)
         # Warm start of the search: lam = sigma ||p_prev|| solves the secular equation at the
@@ -179,25 +179,26 @@ class KMeansNewton(AbstractSolver):
         xi, om, lam, found, inner = cubic_subproblem(
             system,
             g[0],
-            g_om,
+            grad_om,
             gnorm,
             sigma,
             max_inner,
-            hyper(self.inner_rtol, dt),
-            sigma * state.plen,
+            hyper(self.inner_rtol, dtype),
+            sigma * state.step_length,
         )
-        plen = jnp.sqrt(jnp.sum(xi * xi) + jnp.sum(om * om))
+        step_length = jnp.sqrt(jnp.sum(xi * xi) + jnp.sum(om * om))
         xi, om = horizontal(v, xi, om, basis)
         omega = jnp.einsum("k,kab->ab", om, basis)
         u = lift(v, q)
         ybar = lift_basis(v)
-        du = (jnp.concatenate([jnp.zeros((n, 1), dt), xi], axis=1) + ybar @ omega) @ q
+        du = (jnp.concatenate([jnp.zeros((n, 1), dtype), xi], axis=1) + ybar @ omega) @ q
         radius = jnp.linalg.norm(v)
 
-        def evaluate(xt):
-            ft, gt = value_and_grad(xt, args, mu)
-            a, b = riemannian_gradient(xt, gt, basis)
-            return ft, gt, jnp.sqrt(jnp.sum(a * a) + jnp.sum(b * b))
+        def evaluate(x_trial):
+            f_trial, g_trial = value_and_grad(x_trial, args, mu)
+            xi_trial, om_trial = riemannian_gradient(x_trial, g_trial, basis)
+            norm = jnp.sqrt(jnp.sum(xi_trial * xi_trial) + jnp.sum(om_trial * om_trial))
+            return f_trial, g_trial, norm
 
         def linear_point():
             # Fraction to the boundary (interior-point safeguard, our addition to ARC): shorten
@@ -205,7 +206,7 @@ class KMeansNewton(AbstractSolver):
             # entry, then halve t until the retracted lift does (at most 30 halvings; the
             # retraction curves away from its linearization), so log never sees U <= 0.
             ratio = jnp.where(du < 0, -u / jnp.where(du < 0, du, -1.0), jnp.inf)
-            t0 = jnp.minimum(1.0, hyper(self.tau, dt) * jnp.min(ratio))
+            t0 = jnp.minimum(1.0, hyper(self.tau, dtype) * jnp.min(ratio))
 
             def trial(t):
                 # The manifold's own retractions (second order on both factors).
@@ -214,21 +215,23 @@ class KMeansNewton(AbstractSolver):
 
             # k = -1: the first trial (at t0) runs inside the loop, so `trial` is traced
             # (and compiled) once, not once more for the loop's initial carry.
-            def cond(c):
-                _, k, xt = c
-                return (k < 0) | ((k < 30) & ~jnp.all(lift(*xt) > (1 - hyper(self.tau, dt)) * u))
+            def cond(carry):
+                _, k, x_trial = carry
+                return (k < 0) | (
+                    (k < 30) & ~jnp.all(lift(*x_trial) > (1 - hyper(self.tau, dtype)) * u)
+                )
 
-            def body(c):
-                t, k, _ = c
+            def body(carry):
+                t, k, _ = carry
                 t = jnp.where(k < 0, t, 0.5 * t)
                 return t, k + 1, trial(t)
 
-            t, _, xt = jax.lax.while_loop(cond, body, (t0, jnp.int32(-1), (v, q)))
-            return t, xt
+            t, _, x_trial = jax.lax.while_loop(cond, body, (t0, jnp.int32(-1), (v, q)))
+            return t, x_trial
 
         if path == "linear":
             t, x_new = linear_point()
-            f_new, g_new, e_new = evaluate(x_new)
+            f_new, g_new, err_new = evaluate(x_new)
         else:
             # Multiplicative step (our addition; see ``path`` in kmeans_newton): along
             # U exp(t dU/U) every entry stays positive, so the step is not cut where the
@@ -237,7 +240,7 @@ class KMeansNewton(AbstractSolver):
             # whose entries collapsed toward 0 has a huge gradient and ARC takes many steps to
             # recover; else t halves, and after ``halvings`` the linear step is taken.
             rel = du / u
-            gate = hyper(self.gamma, dt) * jnp.maximum(gnorm, mu)
+            gate = hyper(self.gamma, dtype) * jnp.maximum(gnorm, mu)
 
             halvings = self.halvings
 
@@ -245,45 +248,45 @@ class KMeansNewton(AbstractSolver):
             # last one fails, trial k = halvings + 1 is the linear step. One loop for both
             # kinds, so the cost and its gradient are traced (and compiled) once, not once
             # more for the linear fallback; k = -1 starts it with the point x in the carry.
-            def trial_cond(c):
-                k, (*_, done) = c
+            def trial_cond(carry):
+                k, (*_, done) = carry
                 return (k < 0) | ~done
 
-            def trial_body(c):
-                k, (t, *_) = c
+            def trial_body(carry):
+                k, (t, *_) = carry
                 k = k + 1
                 t = jnp.where(k == 0, t, 0.5 * t)
-                t, xt = jax.lax.cond(
+                t, x_trial = jax.lax.cond(
                     k <= halvings, lambda: (t, positive_retract(u, rel, t, radius)), linear_point
                 )
-                ft, gt, et = evaluate(xt)
-                ok = jnp.isfinite(ft) & (et <= gate)
-                return k, (t, xt, ft, gt, et, ok | (k > halvings))
+                f_trial, g_trial, err_trial = evaluate(x_trial)
+                ok = jnp.isfinite(f_trial) & (err_trial <= gate)
+                return k, (t, x_trial, f_trial, g_trial, err_trial, ok | (k > halvings))
 
-            t0 = jnp.minimum(1.0, hyper(self.kappa, dt) / jnp.max(jnp.abs(rel)))
+            t0 = jnp.minimum(1.0, hyper(self.kappa, dtype) / jnp.max(jnp.abs(rel)))
             start = (t0, x, state.value, g, gnorm, jnp.asarray(False))
-            _, (t, x_new, f_new, g_new, e_new, _) = jax.lax.while_loop(
+            _, (t, x_new, f_new, g_new, err_new, _) = jax.lax.while_loop(
                 trial_cond, trial_body, (jnp.int32(-1), start)
             )
         xi, om = t * xi, t * om
 
-        grad_dot_step = jnp.sum(gxi * xi) + jnp.sum(g_om * om)
+        grad_dot_step = jnp.sum(grad_xi * xi) + jnp.sum(grad_om * om)
         # The quadratic model of the step actually taken (horizontal, shortened): one HVP.
         model = grad_dot_step + 0.5 * quadratic_form(
             x, g, args, mu, xi, jnp.einsum("k,kab->ab", om, basis)
         )
-        slack = 1e3 * jnp.finfo(dt).eps * jnp.maximum(1.0, jnp.abs(state.value))
+        slack = 1e3 * jnp.finfo(dtype).eps * jnp.maximum(1.0, jnp.abs(state.value))
         rho = arc_ratio(state.value, f_new, model, slack)
-        accept = found & jnp.isfinite(f_new) & (rho >= hyper(self.eta1, dt)) & (model < 0)
+        accept = found & jnp.isfinite(f_new) & (rho >= hyper(self.eta1, dtype)) & (model < 0)
         # A rejected step raises sigma to the value whose cubic model would have matched the
         # actual change (the interpolation rule of Gould, Porcelli and Toint 2012), clipped
         # to [2, grow_max] times sigma.
         step_norm3 = (jnp.sum(xi * xi) + jnp.sum(om * om)) ** 1.5
-        fit = 3.0 * (f_new - state.value - model) / jnp.maximum(step_norm3, jnp.finfo(dt).tiny)
+        fit = 3.0 * (f_new - state.value - model) / jnp.maximum(step_norm3, jnp.finfo(dtype).tiny)
         grown = jnp.clip(
             jnp.where(jnp.isfinite(fit), fit, 2.0 * sigma),
             2.0 * sigma,
-            hyper(self.grow_max, dt) * sigma,
+            hyper(self.grow_max, dtype) * sigma,
         )
         # ARC's update, except that a shortened step (t < 1: cut by the boundary, or by the
         # multiplicative step's cap and guard) never shrinks sigma: there the safeguard, not
@@ -294,21 +297,21 @@ class KMeansNewton(AbstractSolver):
             rho,
             accept,
             grown,
-            eta2=hyper(self.eta2, dt),
+            eta2=hyper(self.eta2, dtype),
             shrink=0.1,
-            sigma_min=hyper(self.sigma_min, dt),
+            sigma_min=hyper(self.sigma_min, dtype),
             may_shrink=accept & (t >= 1),
         )
         x_out = jax.tree.map(lambda a, b: jnp.where(accept, a, b), x_new, x)
         g_out = jax.tree.map(lambda a, b: jnp.where(accept, a, b), g_new, g)
         f_out = jnp.where(accept, f_new, state.value)
-        err = jnp.where(accept, e_new, gnorm)  # ||grad|| at x_out, from the trial or the start
+        err = jnp.where(accept, err_new, gnorm)  # ||grad|| at x_out, from the trial or the start
         # Continuation (path following): once the iterate is centred for the current mu
         # (||grad|| <= centrality * mu), lower mu by mu_factor, down to the target.
-        target = hyper(self.mu, dt)
-        centred = err <= hyper(self.centrality, dt) * mu
+        target = hyper(self.mu, dtype)
+        centred = err <= hyper(self.centrality, dtype) * mu
         mu_next = jnp.where(
-            centred & (mu > target), jnp.maximum(target, hyper(self.mu_factor, dt) * mu), mu
+            centred & (mu > target), jnp.maximum(target, hyper(self.mu_factor, dtype) * mu), mu
         )
         # The data term does not depend on mu: rescale the barrier part of f and of G.
         data_value = -jnp.sum((args.T @ x_out[0]) ** 2)
@@ -331,7 +334,7 @@ class KMeansNewton(AbstractSolver):
             grad=g_out,
             sigma=sigma,
             mu=mu_next,
-            plen=jnp.where(found, plen, state.plen),
+            step_length=jnp.where(found, step_length, state.step_length),
         )
         return new, NewtonInfo(rho, lam, accept, inner, t)
 

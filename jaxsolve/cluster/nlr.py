@@ -1,7 +1,7 @@
 r"""NLR: the first-order nonnegative low-rank baseline for the K-means SDP (Zhuang et al. 2024).
 
 Zhuang, Chen, Yang and Zhang, "Statistically optimal K-means clustering via nonnegative
-low-rank semidefinite programming" (ICLR 2024), the baseline paper 12 compares with.
+low-rank semidefinite programming" (ICLR 2024), the baseline that Xu, Hou, Chen and Zhang (ICLR 2026) compare K-means Newton with.
 Burer-Monteiro factor ``U >= 0`` (``n x r``, ``||U||_F^2 = K``) of the Peng-Wei SDP, with
 the row-sum constraint ``U U^T 1 = 1`` in an augmented Lagrangian::
 
@@ -35,17 +35,29 @@ __all__ = ["nlr", "NLR", "NLRState", "nlr_start", "nlr_reference_options"]
 
 
 class NLRState(NamedTuple):
-    x: jax.Array  # U
+    """State of `NLR`.
+
+    Attributes:
+        x: the factor ``U`` ``(n, r)``, ``U >= 0``, ``||U||_F^2 = K``.
+        iter_num: int32, steps taken.
+        error: ``max(||Delta U||_F / sqrt(K), ||U U^T 1 - 1|| / sqrt(n))`` (the
+            change term counts as 1 before the first step).
+        status: int32 `Status` (``SUCCESS`` throughout; the driver decides the rest).
+        y: ``(n,)`` multipliers of the row-sum constraint ``U U^T 1 = 1``.
+    """
+
+    x: jax.Array
     iter_num: jax.Array
     error: jax.Array
     status: jax.Array
-    y: jax.Array  # multipliers of U U^T 1 = 1
+    y: jax.Array
 
 
 def _project(u, k):
+    """``Pi(U)``: the positive part of ``U`` rescaled to ``||U||_F^2 = k``."""
     u = jnp.maximum(u, 0)
-    nrm = jnp.linalg.norm(u)
-    return u * (jnp.sqrt(k) / jnp.where(nrm > 0, nrm, 1.0))
+    norm = jnp.linalg.norm(u)
+    return u * (jnp.sqrt(k) / jnp.where(norm > 0, norm, 1.0))
 
 
 class NLR(AbstractSolver):
@@ -79,25 +91,25 @@ class NLR(AbstractSolver):
 
     def step(self, state: NLRState, args) -> tuple[NLRState, None]:
         u = state.x
-        dt = u.dtype
+        dtype = u.dtype
         n = u.shape[0]
         k = jnp.sum(u * u)
         # Curvatures: the penalty's grows like beta n, the data term's is at most 2 (unit
         # norm). step > 0: an absolute step (the reference code's fixed alpha, rescaled to
         # unit data).
-        beta = hyper(self.beta, dt)
-        rel = hyper(self.alpha, dt) / jnp.maximum(beta * n, 1.0)
-        alpha = jnp.where(jnp.asarray(self.fixed_step) > 0, hyper(self.fixed_step, dt), rel)
+        beta = hyper(self.beta, dtype)
+        rel = hyper(self.alpha, dtype) / jnp.maximum(beta * n, 1.0)
+        alpha = jnp.where(jnp.asarray(self.fixed_step) > 0, hyper(self.fixed_step, dtype), rel)
         x = args
-        ones = jnp.ones((n,), dt)
-        s = u.T @ ones
-        res = u @ s - 1.0
-        yt = state.y + beta * res
-        grad = -2.0 * x @ (x.T @ u) + jnp.outer(yt, s) + jnp.outer(ones, yt @ u)
+        ones = jnp.ones((n,), dtype)
+        col_sums = u.T @ ones
+        res = u @ col_sums - 1.0
+        y_tilde = state.y + beta * res
+        grad = -2.0 * x @ (x.T @ u) + jnp.outer(y_tilde, col_sums) + jnp.outer(ones, y_tilde @ u)
         u_new = _project(u - alpha * grad, k)
         change = jnp.linalg.norm(u_new - u) / jnp.sqrt(k)
         res_new = u_new @ (u_new.T @ ones) - 1.0
-        gate = change < hyper(self.dual_gate, dt)
+        gate = change < hyper(self.dual_gate, dtype)
         y = jnp.where(gate, state.y + beta * res_new, state.y)
         err = jnp.maximum(change, jnp.linalg.norm(res_new) / jnp.sqrt(n))
         return NLRState(u_new, state.iter_num + 1, err, state.status, y), None
@@ -108,25 +120,23 @@ def nlr(
 ) -> NLR:
     r"""The NLR baseline (projected gradient on the augmented Lagrangian), on the protocol.
 
-    Paper: Zhuang, Chen, Yang, Zhang, ICLR 2024 (the first-order method of paper 12's
+    Paper: Zhuang, Chen, Yang, Zhang, ICLR 2024 (the first-order method of Xu et al. 2026's
     comparison). ``x`` is the factor ``U`` (``n x r``, ``U >= 0``, ``||U||_F^2 = K``; start
     from `jaxsolve.cluster.nlr_start`), ``args`` the centred unit-norm data.
 
     Args:
         alpha: primal step size, in units of ``1/max(beta n, 1)`` (the data has unit Frobenius
-            norm); 0.5: 0.7 is 3% faster on the mixtures but diverges on the 1797 digits
-            (K = 10), 0.8 diverges on the mixtures.
+            norm). 0.5 leaves a margin: 0.7 diverges on the 1797 digits (K = 10), 0.8 on
+            the Gaussian mixtures of ``bench/cluster.py``.
         beta: augmented-Lagrangian penalty, relative to the unit-norm data term. The
             reference code's ``beta = 10`` acts on *raw* data, whose data term is
             ``S = ||X - mean||_F^2`` times ours (``S`` in the hundreds to thousands), so it
             corresponds to ``10 / S`` here (with its step ``1e-6`` as ``1e-6 S``:
             `nlr_reference_options`). The default 0.01 is the best of a grid
-            ``beta in {0.003, ..., 30}``, ``alpha in {0.3, ..., 0.9}`` on a 150-point
-            mixture, iris, wine, breast_cancer and digits: 10-100x fewer steps than
-            ``beta = 10`` on unit-norm data, which over-weights the constraint (46 359 vs
-            406 steps on the 150-point mixture), and 5-30x fewer than the reference
-            settings on the small datasets (its fixed step is small there; on digits,
-            ``S ~ 1e5``, the reference settings take half the steps of this default).
+            ``beta in {0.003, ..., 30}`` x ``alpha in {0.3, ..., 0.9}`` on the data sets
+            of ``bench/cluster.py``; ``beta = 10`` on unit-norm data over-weights the
+            constraint and takes 10-100x more steps. Step counts against the reference
+            settings: `bench/results/cluster.md` (NLR-ref and NLR-tuned columns).
         dual_gate: the dual step is taken once ``||Delta U|| / sqrt(K)`` drops below this.
         step: an absolute primal step size (replaces ``alpha / max(beta n, 1)``); used by
             `nlr_reference_options` to run the reference code's fixed step.

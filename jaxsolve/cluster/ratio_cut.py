@@ -6,7 +6,7 @@ Ratio Cut of a graph with affinity ``W`` (symmetric, nonnegative) and Laplacian
     min_F  tr( (F^T L F) (F^T F)^{-1} ),
 
 whose Euclidean gradient is ``2 [L F (F^T F)^{-1} - F (F^T F)^{-1} (F^T L F) (F^T F)^{-1}]``
-(paper 14, section 5; only ``c x c`` inverses). ``F`` lives on
+(Yuan et al. 2026, section 5; only ``c x c`` inverses). ``F`` lives on
 
 * ``manifold="rim"``: `jaxsolve.manifolds.RIM` ``(n, c, lower, upper)``, rows summing
   to one, column sums in ``[lower, upper]``; every manifold operation is ``O(nc)``;
@@ -120,7 +120,7 @@ def spectral_start(w, n_clusters: int, manifold, *, key, iters: int = 50, temper
     clustered by Lloyd from a farthest-first seeding, and the soft assignment
     ``softmax_k(-||e_i - m_k||^2 / temperature)`` is scaled on rows and columns (Sinkhorn)
     into the manifold: a strictly positive, interior start near the spectral clustering.
-    (Our choice; paper 14 starts at random, which on the 1797-point digits graph leaves
+    (Our choice; Yuan et al. 2026 start at random, which on the 1797-point digits graph leaves
     ``F^T F`` nearly singular and costs Riemannian CG hundreds of steps.)
     """
     return _spectral_start(w, n_clusters, manifold, key, iters, temperature)
@@ -221,7 +221,7 @@ def ratio_cut(
     tol: float | None = None,
     init: Any = "spectral",
 ) -> Solution:
-    r"""Ratio Cut clustering of an affinity matrix by Riemannian optimization (paper 14).
+    r"""Ratio Cut clustering of an affinity matrix by Riemannian optimization.
 
     Yuan, Xie, Nie and Li, "Riemannian optimization on relaxed indicator matrix
     manifold" (ICLR 2026): minimize ``tr((F^T L F)(F^T F)^{-1})`` over the RIM manifold
