@@ -107,6 +107,19 @@ def secant_step(cost, manifold, x, args, d, df0, alpha):
     return a2, y2, cost(y2, args)
 
 
+def start(cost, manifold, x0, args):
+    """What every Riemannian solver's ``init`` computes first.
+
+    Checks ``x0``'s shapes (`check_point`), then returns ``(head, f, egrad, rgrad)``:
+    ``head = (x0, 0, ||rgrad||, start_status)``, the four leading fields every Riemannian
+    State shares (iterate, step count, error, status), and the cost with its Euclidean and
+    Riemannian gradients at ``x0``. A State is built as ``State(*head, ...)``.
+    """
+    check_point(manifold, x0)
+    f, eg, g = value_and_rgrad(cost, manifold, x0, args)
+    return (x0, jnp.int32(0), manifold.norm(x0, g), start_status(manifold, x0)), f, eg, g
+
+
 def start_status(manifold, x0):
     """``SUCCESS`` when ``x0`` lies on the manifold, else ``BREAKDOWN`` (int32).
 

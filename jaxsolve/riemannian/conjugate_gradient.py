@@ -15,9 +15,8 @@ from jaxsolve.core.protocol import AbstractSolver, hyper
 from jaxsolve.manifolds import Manifold
 from jaxsolve.riemannian._common import (
     backtrack,
-    check_point,
     secant_step,
-    start_status,
+    start,
     validate,
     value_and_rgrad,
 )
@@ -61,19 +60,8 @@ class ConjugateGradient(AbstractSolver):
     max_linesearch: int = eqx.field(static=True, default=10)
 
     def init(self, x0, args) -> CGState:
-        manifold = self.manifold
-        check_point(manifold, x0)
-        f, _, g = value_and_rgrad(self.cost, manifold, x0, args)
-        return CGState(
-            x0,
-            jnp.int32(0),
-            manifold.norm(x0, g),
-            start_status(manifold, x0),
-            f,
-            g,
-            optax.tree.scale(-1.0, g),
-            jnp.asarray(jnp.nan, f.dtype),
-        )
+        head, f, _, g = start(self.cost, self.manifold, x0, args)
+        return CGState(*head, f, g, optax.tree.scale(-1.0, g), jnp.asarray(jnp.nan, f.dtype))
 
     def step(self, state: CGState, args) -> tuple[CGState, CGInfo]:
         cost, manifold, beta_rule = self.cost, self.manifold, self.beta_rule

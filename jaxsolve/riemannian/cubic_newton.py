@@ -14,9 +14,8 @@ from jaxsolve.core import Status
 from jaxsolve.core.protocol import AbstractSolver, hyper
 from jaxsolve.manifolds import Manifold
 from jaxsolve.riemannian._common import (
-    check_point,
     hessian_operator,
-    start_status,
+    start,
     validate,
     value_and_rgrad,
 )
@@ -211,19 +210,8 @@ class CubicNewton(AbstractSolver):
     max_inner: int = eqx.field(static=True, default=30)
 
     def init(self, x0, args) -> ARCState:
-        manifold = self.manifold
-        check_point(manifold, x0)
-        f, eg, g = value_and_rgrad(self.cost, manifold, x0, args)
-        return ARCState(
-            x0,
-            jnp.int32(0),
-            manifold.norm(x0, g),
-            start_status(manifold, x0),
-            f,
-            eg,
-            g,
-            hyper(self.sigma0, x0),
-        )
+        head, f, eg, g = start(self.cost, self.manifold, x0, args)
+        return ARCState(*head, f, eg, g, hyper(self.sigma0, x0))
 
     def step(self, state: ARCState, args) -> tuple[ARCState, ARCInfo]:
         cost, manifold = self.cost, self.manifold

@@ -16,9 +16,8 @@ from jaxsolve.core.validation import check_positive
 from jaxsolve.manifolds import Manifold, Product
 from jaxsolve.riemannian._common import (
     backtrack,
-    check_point,
     secant_step,
-    start_status,
+    start,
     validate,
     value_and_rgrad,
 )
@@ -67,19 +66,9 @@ class GradientDescent(AbstractSolver):
     alternating: bool = eqx.field(static=True, default=False)
 
     def init(self, x0, args) -> GDState:
-        cost, manifold = self.cost, self.manifold
-        check_point(manifold, x0)
-        f, _, g = value_and_rgrad(cost, manifold, x0, args)
-        nblocks = len(manifold) if self.alternating else 1
-        return GDState(
-            x0,
-            jnp.int32(0),
-            manifold.norm(x0, g),
-            start_status(manifold, x0),
-            f,
-            g,
-            jnp.full((nblocks,), jnp.nan, f.dtype),
-        )
+        head, f, _, g = start(self.cost, self.manifold, x0, args)
+        nblocks = len(self.manifold) if self.alternating else 1
+        return GDState(*head, f, g, jnp.full((nblocks,), jnp.nan, f.dtype))
 
     def step(self, state: GDState, args) -> tuple[GDState, GDInfo]:
         cost, manifold = self.cost, self.manifold
