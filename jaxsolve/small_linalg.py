@@ -36,8 +36,8 @@ def eigh_small(blocks):
     n, p, _ = blocks.shape
     if p > 3:
         return jnp.linalg.eigh(blocks)
-    dt = blocks.dtype
-    tiny = jnp.finfo(dt).tiny
+    dtype = blocks.dtype
+    tiny = jnp.finfo(dtype).tiny
     pairs = [(i, j) for i in range(p) for j in range(i + 1, p)]
 
     def rotate(a, v, i, j):
@@ -64,7 +64,7 @@ def eigh_small(blocks):
         return a, v
 
     a = [[blocks[:, i, j] for j in range(p)] for i in range(p)]
-    v = [[jnp.full((n,), float(i == j), dt) for j in range(p)] for i in range(p)]
+    v = [[jnp.full((n,), float(i == j), dtype) for j in range(p)] for i in range(p)]
     # A Python loop, not fori_loop: unrolled, XLA fuses across rotations and sweeps.
     for _ in range(4 if p == 3 else 2):
         for i, j in pairs:

@@ -15,8 +15,6 @@ import numpy as np
 
 from jaxsolve.core.validation import check_floating, is_concrete
 
-sg = jax.lax.stop_gradient
-
 
 def as_point(name: str, x) -> jax.Array:
     """The point to project: a non-empty real floating array (integers and complex
@@ -55,6 +53,7 @@ def as_param(name: str, value, x: jax.Array, *, shape_like_x: bool = False) -> j
 
 
 def concrete(*values) -> bool:
+    """Whether every value is concrete (not a tracer): the checks that read values run."""
     return all(is_concrete(v) for v in values)
 
 
@@ -66,4 +65,4 @@ def check_nonneg(name: str, value) -> None:
 
 def clamp_keep_grad(v, lo, hi):
     """Clip ``v`` to ``[lo, hi]`` (rounding-level feasibility) with the gradient of ``v``."""
-    return v + sg(jnp.clip(v, lo, hi) - v)
+    return v + jax.lax.stop_gradient(jnp.clip(v, lo, hi) - v)

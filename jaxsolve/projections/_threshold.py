@@ -31,12 +31,12 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxsolve.projections._common import clamp_keep_grad, sg
+from jaxsolve.projections._common import clamp_keep_grad
 
 
 def _num_bisections(dtype) -> int:
-    # Each halving gains a bit; mantissa bits + margin reach adjacent floats
-    # from any bracket the data defines.
+    """Bisection steps: each halving gains a bit, so the mantissa bits plus a margin
+    reach adjacent floats from any bracket the data defines."""
     return int(jnp.finfo(dtype).nmant) + 8
 
 
@@ -59,7 +59,8 @@ def threshold(x, w, lo, hi, c, *, segments=None, num_segments: int = 1, nonneg: 
         seg_min = lambda v: jax.ops.segment_min(v, segments, num_segments)
         spread = lambda t: t[segments]
 
-    xs, ws, ls, us, cs = (sg(a) for a in (x, w, lo, hi, c))
+    # the bracketing works on constants (no derivative flows through the bisection)
+    xs, ws, ls, us, cs = (jax.lax.stop_gradient(a) for a in (x, w, lo, hi, c))
     pos = ws > 0
     wpos = jnp.where(pos, ws, 1)
 
@@ -78,8 +79,8 @@ def threshold(x, w, lo, hi, c, *, segments=None, num_segments: int = 1, nonneg: 
         low = seg_min(jnp.where(pos, (xs - us) / wpos, jnp.inf))
         low = jnp.where(jnp.isfinite(low), low, high)
 
-    def body(_, ab):
-        a, b = ab
+    def body(_, bracket):
+        a, b = bracket
         m = 0.5 * (a + b)
         above = phi(m) > cs
         return jnp.where(above, m, a), jnp.where(above, b, m)
@@ -101,12 +102,12 @@ def threshold(x, w, lo, hi, c, *, segments=None, num_segments: int = 1, nonneg: 
     ok = den > 0
     tau_exact = num / jnp.where(ok, den, 1)
     eps = jnp.finfo(xs.dtype).eps
-    slack = 4 * width + 16 * eps * (jnp.abs(mid) + jnp.abs(sg(tau_exact)))
-    trusted = ok & (jnp.abs(sg(tau_exact) - mid) <= slack)
+    slack = 4 * width + 16 * eps * (jnp.abs(mid) + jnp.abs(jax.lax.stop_gradient(tau_exact)))
+    trusted = ok & (jnp.abs(jax.lax.stop_gradient(tau_exact) - mid) <= slack)
     # Keep the closed form's derivative; fall back to the bracket's value only if
     # rounding put the closed form off its piece (a degenerate tie).
-    tau = jnp.where(trusted, tau_exact, tau_exact + sg(mid - tau_exact))
-    tau = jnp.where(ok, tau, sg(mid))
+    tau = jnp.where(trusted, tau_exact, tau_exact + jax.lax.stop_gradient(mid - tau_exact))
+    tau = jnp.where(ok, tau, jax.lax.stop_gradient(mid))
     tau = jnp.where(need, tau, 0)
 
     y = jnp.where(free, x - spread(tau) * w, bound)

@@ -79,7 +79,7 @@ def halfspace(
     if concrete(a, b) and not np.any(np.asarray(a)) and float(b) < 0:
         raise ValueError("a = 0 with b < 0: the half-space {y : a.y <= b} is empty")
     viol = jnp.vdot(a, x) - b
-    nn = jnp.vdot(a, a)
-    act = (viol > 0) & (nn > 0)
-    coef = jnp.where(act, viol / jnp.where(act, nn, 1), 0)
+    a_sq = jnp.vdot(a, a)
+    active = (viol > 0) & (a_sq > 0)
+    coef = jnp.where(active, viol / jnp.where(active, a_sq, 1), 0)
     return x - coef * a

@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from jaxsolve.projections._common import as_param, as_point, check_nonneg, sg
+from jaxsolve.projections._common import as_param, as_point, check_nonneg
 from jaxsolve.projections.simplex import project_simplex_flat
 
 __all__ = ["l1_ball", "l2_ball"]
@@ -62,7 +62,7 @@ def l2_ball(x: Float[Array, " ..."], r: float | jax.Array = 1.0) -> Float[Array,
     # the norm of x / max|x|, times max|x|: sum(x * x) overflows from |x| ~ 1e154 (float64)
     # or 1e19 (float32), and x * (r / inf) = 0 is off the sphere; the scale is a constant
     # for autodiff, as the norm does not depend on it
-    scale = sg(jnp.max(jnp.where(big, 0, jnp.abs(x))))
+    scale = jax.lax.stop_gradient(jnp.max(jnp.where(big, 0, jnp.abs(x))))
     scale = jnp.where(scale > 0, scale, 1).astype(x.dtype)
     sq = jnp.sum((x / scale) ** 2)
     outside = sq > (r / scale) ** 2

@@ -21,7 +21,6 @@ from jaxsolve.projections._common import (
     check_nonneg,
     clamp_keep_grad,
     concrete,
-    sg,
 )
 from jaxsolve.projections._threshold import threshold
 
@@ -33,29 +32,30 @@ def project_simplex_flat(v: jax.Array, s: jax.Array) -> jax.Array:
     # +inf entries: the projection's limit puts the whole mass s on them, split evenly
     # (the sort below would give inf - inf = NaN and then all zeros, off the simplex)
     # every entry -inf: no entry is above the others, the mass is split evenly too (the
-    # sort gave all zeros, off the simplex)
-    pinf = (v == jnp.inf) | jnp.all(v == -jnp.inf)
-    n_inf = jnp.sum(pinf)
-    out = _simplex_finite(jnp.where(pinf, 0.0, v).astype(v.dtype), s)
-    at_inf = jnp.where(pinf, s / jnp.maximum(n_inf, 1).astype(v.dtype), 0.0).astype(v.dtype)
+    # sort would give all zeros, off the simplex)
+    shares_mass = (v == jnp.inf) | jnp.all(v == -jnp.inf)
+    n_inf = jnp.sum(shares_mass)
+    out = _simplex_finite(jnp.where(shares_mass, 0.0, v).astype(v.dtype), s)
+    at_inf = jnp.where(shares_mass, s / jnp.maximum(n_inf, 1).astype(v.dtype), 0.0).astype(v.dtype)
     return jnp.where(n_inf > 0, at_inf, out)
 
 
 def _simplex_finite(v: jax.Array, s: jax.Array) -> jax.Array:
+    """`project_simplex_flat` for a ``v`` without ``+inf`` entries."""
     # 0. the projection is shift-invariant, P(v) = P(v - c 1): shift the largest entry to 0,
     # or the sums below lose s next to entries of size s / eps (simplex([1e16, 0, 0])
-    # was 0 in float64, off the simplex); the shift cancels in the derivative
-    # (only for entries far above s: at ordinary scales the iterates stay bit for bit
-    # what they were, and a vmapped batch equals its loop)
-    top = sg(jnp.max(v))
-    far = jnp.isfinite(top) & (jnp.abs(top) > 1024 * (jnp.abs(sg(s)) + 1))
+    # would be 0 in float64, off the simplex); the shift cancels in the derivative. Only
+    # for entries far above s, so that at ordinary scales no rounding is added and a
+    # vmapped batch equals its loop bit for bit.
+    top = jax.lax.stop_gradient(jnp.max(v))
+    far = jnp.isfinite(top) & (jnp.abs(top) > 1024 * (jnp.abs(jax.lax.stop_gradient(s)) + 1))
     v = v - jnp.where(far, top, 0).astype(v.dtype)
     # 1. identify the support with the sort-based threshold (not differentiated).
-    u = jnp.sort(sg(v))[::-1]
-    css = jnp.cumsum(u) - sg(s)
+    desc = jnp.sort(jax.lax.stop_gradient(v))[::-1]
+    cumsum_minus_s = jnp.cumsum(desc) - jax.lax.stop_gradient(s)
     j = jnp.arange(1, v.shape[0] + 1, dtype=v.dtype)
-    rho = jnp.maximum(jnp.sum(u - css / j > 0), 1)
-    tau0 = css[rho - 1] / rho.astype(v.dtype)
+    support_size = jnp.maximum(jnp.sum(desc - cumsum_minus_s / j > 0), 1)
+    tau0 = cumsum_minus_s[support_size - 1] / support_size.astype(v.dtype)
     free = ~(v <= tau0)  # NaN counts as free, so it propagates to the output
     # 2. exact, differentiable multiplier on that support.
     count = jnp.sum(free).astype(v.dtype)
@@ -102,7 +102,7 @@ def _finite_stand_in(v, k):
     the limit of the projection; the bisection on inf would give a point off the set."""
     fin = jnp.isfinite(v)
     big = 2.0 * jnp.max(jnp.where(fin, jnp.abs(v), 0.0)) + 2.0 * jnp.abs(k) + 2.0
-    big = sg(big).astype(v.dtype)
+    big = jax.lax.stop_gradient(big).astype(v.dtype)
     return jnp.where(v == jnp.inf, big, jnp.where(v == -jnp.inf, -big, v))
 
 
