@@ -120,6 +120,24 @@ def start(cost, manifold, x0, args):
     return (x0, jnp.int32(0), manifold.norm(x0, g), start_status(manifold, x0)), f, eg, g
 
 
+def next_head(state, manifold, x, g, status):
+    """The four leading State fields after a step: ``(x, iter_num + 1, ||g||_x, status)``."""
+    return x, state.iter_num + 1, manifold.norm(x, g), jnp.asarray(status, jnp.int32)
+
+
+def accept_or_keep(accept, cost, manifold, args, x_prop, state):
+    """Evaluate the cost at the proposal ``x_prop`` and keep it where ``accept``, else the
+    current point: returns ``(x, f, egrad, rgrad)`` (the trust-region and ARC acceptance)."""
+    f, eg, g = value_and_rgrad(cost, manifold, x_prop, args)
+    pick = lambda a, b: optax.tree.where(accept, a, b)  # noqa: E731
+    return (
+        pick(x_prop, state.x),
+        jnp.where(accept, f, state.f),
+        pick(eg, state.egrad),
+        pick(g, state.grad),
+    )
+
+
 def start_status(manifold, x0):
     """``SUCCESS`` when ``x0`` lies on the manifold, else ``BREAKDOWN`` (int32).
 

@@ -15,6 +15,7 @@ from jaxsolve.core.protocol import AbstractSolver, hyper
 from jaxsolve.manifolds import Manifold
 from jaxsolve.riemannian._common import (
     backtrack,
+    next_head,
     secant_step,
     start,
     validate,
@@ -119,16 +120,8 @@ class ConjugateGradient(AbstractSolver):
         # d was -grad (the first step, or after a failure)
         steepest = restart | jnp.isnan(state.next_alpha)
         status = jnp.where(~ok & steepest, Status.BREAKDOWN, state.status)
-        new = CGState(
-            x_new,
-            state.iter_num + 1,
-            manifold.norm(x_new, g_new),
-            status.astype(jnp.int32),
-            f_new,
-            g_new,
-            d_new,
-            next_alpha,
-        )
+        head = next_head(state, manifold, x_new, g_new, status)
+        new = CGState(*head, f_new, g_new, d_new, next_alpha)
         return new, CGInfo(f_new, alpha * norm_d, beta, evals)
 
 

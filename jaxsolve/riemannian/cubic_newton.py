@@ -14,10 +14,11 @@ from jaxsolve.core import Status
 from jaxsolve.core.protocol import AbstractSolver, hyper
 from jaxsolve.manifolds import Manifold
 from jaxsolve.riemannian._common import (
+    accept_or_keep,
     hessian_operator,
+    next_head,
     start,
     validate,
-    value_and_rgrad,
 )
 
 __all__ = [
@@ -244,21 +245,10 @@ class CubicNewton(AbstractSolver):
         sigma = arc_sigma_update(
             sigma, rho, accept, gamma2 * sigma, eta2=eta2, shrink=gamma1, sigma_min=sigma_min
         )
-        f_new, eg_new, g_new = value_and_rgrad(cost, manifold, x_prop, args)
-        pick = lambda a, b: optax.tree.where(accept, a, b)
-        x_new, eg_new, g_new = pick(x_prop, x), pick(eg_new, state.egrad), pick(g_new, g)
-        f_new = jnp.where(accept, f_new, f)
+        x_new, f_new, eg_new, g_new = accept_or_keep(accept, cost, manifold, args, x_prop, state)
         status = jnp.where(sigma >= jnp.finfo(f.dtype).max / 4, Status.BREAKDOWN, state.status)
-        new = ARCState(
-            x_new,
-            state.iter_num + 1,
-            manifold.norm(x_new, g_new),
-            status.astype(jnp.int32),
-            f_new,
-            eg_new,
-            g_new,
-            sigma,
-        )
+        head = next_head(state, manifold, x_new, g_new, status)
+        new = ARCState(*head, f_new, eg_new, g_new, sigma)
         return new, ARCInfo(f_new, rho, accept, sigma, nit, mgn)
 
 

@@ -16,6 +16,7 @@ from jaxsolve.core.validation import check_positive
 from jaxsolve.manifolds import Manifold, Product
 from jaxsolve.riemannian._common import (
     backtrack,
+    next_head,
     secant_step,
     start,
     validate,
@@ -130,9 +131,7 @@ class GradientDescent(AbstractSolver):
             failed = failed & (step == 0)
         f_new, _, g_new = value_and_rgrad(cost, manifold, x_new, args)
         status = jnp.where(failed, jnp.int32(Status.BREAKDOWN), state.status)
-        new = GDState(
-            x_new, state.iter_num + 1, manifold.norm(x_new, g_new), status, f_new, g_new, prev_f
-        )
+        new = GDState(*next_head(state, manifold, x_new, g_new, status), f_new, g_new, prev_f)
         return new, GDInfo(f_new, step, evals)
 
 

@@ -14,10 +14,11 @@ from jaxsolve.core import Status
 from jaxsolve.core.protocol import AbstractSolver, hyper
 from jaxsolve.manifolds import Manifold
 from jaxsolve.riemannian._common import (
+    accept_or_keep,
     hessian_operator,
+    next_head,
     start,
     validate,
-    value_and_rgrad,
 )
 
 __all__ = ["trust_region", "TrustRegion", "TRState", "TRInfo", "TCG_STOP_REASONS"]
@@ -194,21 +195,11 @@ class TrustRegion(AbstractSolver):
             shrink, radius / 4, jnp.where(grow, jnp.minimum(2 * radius, max_radius), radius)
         )
         accept = model_decreased & (rho > rho_prime)
-        f_new, eg_new, g_new = value_and_rgrad(cost, manifold, x_prop, args)
-        pick = lambda a, b: optax.tree.where(accept, a, b)
-        x_new, eg_new, g_new = pick(x_prop, x), pick(eg_new, state.egrad), pick(g_new, g)
-        f_new = jnp.where(accept, f_new, f)
+        x_new, f_new, eg_new, g_new = accept_or_keep(accept, cost, manifold, args, x_prop, state)
         # a radius that underflowed can never produce a step again
         status = jnp.where(radius <= jnp.finfo(f.dtype).tiny, Status.BREAKDOWN, state.status)
         new = TRState(
-            x_new,
-            state.iter_num + 1,
-            manifold.norm(x_new, g_new),
-            status.astype(jnp.int32),
-            f_new,
-            eg_new,
-            g_new,
-            radius,
+            *next_head(state, manifold, x_new, g_new, status), f_new, eg_new, g_new, radius
         )
         return new, TRInfo(f_new, rho, accept, nit, stop)
 
