@@ -351,7 +351,7 @@ def _progress_bar(total: int, enabled: bool):
     if not enabled:
         return None
     try:
-        from tqdm.auto import tqdm
+        from tqdm import tqdm
     except ImportError:
         if not _TQDM_WARNED:
             _TQDM_WARNED.append(True)
@@ -360,6 +360,11 @@ def _progress_bar(total: int, enabled: bool):
                 stacklevel=3,
             )
         return None
+    try:  # the notebook bar needs ipywidgets; without it tqdm.auto warns, the text bar does not
+        import ipywidgets  # noqa: F401
+        from tqdm.auto import tqdm
+    except ImportError:
+        pass
     return tqdm(total=total, unit="step", leave=True)
 
 
