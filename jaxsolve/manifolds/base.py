@@ -69,10 +69,10 @@ def default_float(dtype=None):
     """``dtype`` or the default floating dtype (float64 when x64 is enabled)."""
     if dtype is None:
         return jnp.result_type(float)
-    dt = jnp.dtype(dtype)
-    if not jnp.issubdtype(dt, jnp.floating):
-        raise TypeError(f"dtype must be a floating dtype (float32/float64), got {dt}")
-    return dt
+    dtype = jnp.dtype(dtype)
+    if not jnp.issubdtype(dtype, jnp.floating):
+        raise TypeError(f"dtype must be a floating dtype (float32/float64), got {dtype}")
+    return dtype
 
 
 def tree_add(a, b):
@@ -102,6 +102,7 @@ def tree_vdot(a, b):
 
 
 def tree_zeros_like(a):
+    """Zeros of the structure, shapes and dtypes of the pytree ``a``."""
     return jax.tree.map(jnp.zeros_like, a)
 
 
@@ -139,6 +140,7 @@ class Manifold:
         return self.proj(y, u)
 
     def zero_tangent(self, x):
+        """The zero tangent vector at ``x``."""
         return tree_zeros_like(x)
 
     # -- points ---------------------------------------------------------------------
@@ -172,6 +174,7 @@ class Manifold:
     # -- sizes ----------------------------------------------------------------------
     @property
     def dim(self) -> int:
+        """The manifold's dimension."""
         raise NotImplementedError
 
     @property
@@ -186,10 +189,12 @@ class Manifold:
 
 
 def sym(a):
+    """The symmetric part ``(a + a^T) / 2`` (over the last two axes)."""
     return 0.5 * (a + jnp.swapaxes(a, -1, -2))
 
 
 def skew(a):
+    """The skew-symmetric part ``(a - a^T) / 2`` (over the last two axes)."""
     return 0.5 * (a - jnp.swapaxes(a, -1, -2))
 
 

@@ -49,14 +49,15 @@ def _fit_slope(ts, errs, floor):
 
 
 def _flat_shapes(want):
+    """The leaf shapes of a (possibly nested) `Manifold.point_shape`, in order."""
     if isinstance(want, tuple) and all(isinstance(i, int) for i in want):
         return [want]
     return [s for w in want for s in _flat_shapes(w)]
 
 
 def _check_shape(name, manifold, x):
-    """A point whose shapes differ from the manifold's is named (it gave a NumPy
-    broadcasting error deep inside the Taylor fit)."""
+    """Name a point whose shapes differ from the manifold's (it would otherwise fail
+    with a NumPy broadcasting error deep inside the Taylor fit)."""
     try:
         want = manifold.point_shape
     except NotImplementedError:
@@ -67,6 +68,8 @@ def _check_shape(name, manifold, x):
 
 
 def _setup(cost, manifold, x, args, direction, key):
+    """The cost as ``f(x)`` and the unit tangent direction of the check (projected if
+    given, else random from ``key``)."""
     if not isinstance(manifold, Manifold):
         raise TypeError(f"manifold must be a jaxsolve.manifolds.Manifold, got {manifold!r}")
     _check_shape("x", manifold, x)
@@ -80,8 +83,9 @@ def _setup(cost, manifold, x, args, direction, key):
 
 
 def _ts(x):
-    dt = jax.tree.leaves(x)[0].dtype
-    lo = -8 if jnp.finfo(dt).bits >= 64 else -4
+    """The step sizes of the Taylor checks: a log grid from 1e-8 (1e-4 below float64) to 1."""
+    dtype = jax.tree.leaves(x)[0].dtype
+    lo = -8 if jnp.finfo(dtype).bits >= 64 else -4
     return np.logspace(lo, 0, 17 * (0 - lo) // 2 + 1)
 
 
@@ -94,8 +98,8 @@ def check_gradient(cost, manifold, x, args=None, *, direction=None, key=None) ->
     ``egrad_to_rgrad`` of the JAX autodiff Euclidean gradient.
     """
     f, v = _setup(cost, manifold, x, args, direction, key)
-    fx, eg = jax.value_and_grad(f)(x)
-    g = manifold.egrad_to_rgrad(x, eg)
+    fx, egrad = jax.value_and_grad(f)(x)
+    g = manifold.egrad_to_rgrad(x, egrad)
     slope0 = manifold.inner(x, g, v)
     ts = _ts(x)
 
@@ -109,9 +113,10 @@ def check_gradient(cost, manifold, x, args=None, *, direction=None, key=None) ->
     return TaylorCheck(slope, exact, ts, errs)
 
 
-def _rhess(f, manifold, x, eg, u):
-    eh = jax.jvp(jax.grad(f), (x,), (u,))[1]
-    return manifold.ehess_to_rhess(x, eg, eh, u)
+def _rhess(f, manifold, x, egrad, u):
+    """``Hess f(x)[u]`` from the Euclidean gradient ``egrad`` and ``jvp(grad f)``."""
+    ehess_u = jax.jvp(jax.grad(f), (x,), (u,))[1]
+    return manifold.ehess_to_rhess(x, egrad, ehess_u, u)
 
 
 def check_hessian(cost, manifold, x, args=None, *, direction=None, key=None) -> TaylorCheck:
@@ -125,25 +130,26 @@ def check_hessian(cost, manifold, x, args=None, *, direction=None, key=None) -> 
     mapped by ``ehess_to_rhess``.
     """
     f, v = _setup(cost, manifold, x, args, direction, key)
-    fx, eg = jax.value_and_grad(f)(x)
-    g = manifold.egrad_to_rgrad(x, eg)
-    hv = _rhess(f, manifold, x, eg, v)
-    a1 = manifold.inner(x, g, v)
-    a2 = manifold.inner(x, hv, v)
+    fx, egrad = jax.value_and_grad(f)(x)
+    g = manifold.egrad_to_rgrad(x, egrad)
+    hess_v = _rhess(f, manifold, x, egrad, v)
+    slope0 = manifold.inner(x, g, v)
+    curvature = manifold.inner(x, hess_v, v)
     ts = _ts(x)
 
     @jax.jit
     def resid(t):
-        return jnp.abs(f(manifold.retract(x, tree_scale(t, v))) - fx - t * a1 - 0.5 * t * t * a2)
+        f_t = f(manifold.retract(x, tree_scale(t, v)))
+        return jnp.abs(f_t - fx - t * slope0 - 0.5 * t * t * curvature)
 
     errs = np.asarray(jax.vmap(resid)(jnp.asarray(ts, jnp.result_type(fx))), np.float64)
     floor = float(jnp.finfo(jnp.result_type(fx)).eps) * max(1.0, abs(float(fx)))
     slope, exact = _fit_slope(ts, errs, floor)
-    ukey = jax.random.key(1) if key is None else jax.random.fold_in(key, 1)
-    u = manifold.random_tangent(ukey, x)
-    hu = _rhess(f, manifold, x, eg, u)
-    sym_err = abs(float(manifold.inner(x, u, hv) - manifold.inner(x, hu, v)))
-    tan_err = float(manifold.norm(x, tree_sub(hv, manifold.proj(x, hv))))
+    u_key = jax.random.key(1) if key is None else jax.random.fold_in(key, 1)
+    u = manifold.random_tangent(u_key, x)
+    hess_u = _rhess(f, manifold, x, egrad, u)
+    sym_err = abs(float(manifold.inner(x, u, hess_v) - manifold.inner(x, hess_u, v)))
+    tan_err = float(manifold.norm(x, tree_sub(hess_v, manifold.proj(x, hess_v))))
     return TaylorCheck(slope, exact, ts, errs, sym_err, tan_err)
 
 
@@ -160,7 +166,7 @@ def hessian_spectrum(cost, manifold, x, args=None) -> np.ndarray:
     leaves, treedef = jax.tree.flatten(x)
     sizes = [v.size for v in leaves]
     total = sum(sizes)
-    dt = leaves[0].dtype
+    dtype = leaves[0].dtype
 
     def unflat(vec):
         parts, start = [], 0
@@ -172,24 +178,24 @@ def hessian_spectrum(cost, manifold, x, args=None) -> np.ndarray:
     def flat(tree):
         return jnp.concatenate([jnp.ravel(v) for v in jax.tree.leaves(tree)])
 
-    eg = jax.grad(f)(x)
-    zero = unflat(jnp.zeros(total, dt))
+    egrad = jax.grad(f)(x)
+    zero = unflat(jnp.zeros(total, dtype))
 
     @jax.jit
     def columns(e):
         t = manifold.proj(x, unflat(e))
-        h = _rhess(f, manifold, x, eg, t)
+        h = _rhess(f, manifold, x, egrad, t)
         riesz = lambda w: flat(jax.grad(lambda z: manifold.inner(x, z, w))(zero))
         return flat(t), riesz(t), riesz(h)
 
-    eye = jnp.eye(total, dtype=dt)
-    t, gt, gh = jax.lax.map(columns, eye, batch_size=64)
-    t, gt, gh = (np.asarray(a, np.float64) for a in (t, gt, gh))
-    gram = t @ gt.T
-    hm = t @ gh.T
+    eye = jnp.eye(total, dtype=dtype)
+    t, riesz_t, riesz_h = jax.lax.map(columns, eye, batch_size=64)
+    t, riesz_t, riesz_h = (np.asarray(a, np.float64) for a in (t, riesz_t, riesz_h))
+    gram = t @ riesz_t.T
+    hess_mat = t @ riesz_h.T
     gram = 0.5 * (gram + gram.T)
-    hm = 0.5 * (hm + hm.T)
+    hess_mat = 0.5 * (hess_mat + hess_mat.T)
     s, vecs = np.linalg.eigh(gram)
     keep = s > 1e-10 * s.max()
     w = vecs[:, keep] / np.sqrt(s[keep])
-    return np.linalg.eigvalsh(w.T @ hm @ w)
+    return np.linalg.eigvalsh(w.T @ hess_mat @ w)

@@ -20,7 +20,7 @@ def sinkhorn(y, *, tol=None, max_iter: int = 2000):
     Alternately divides rows and columns by their sums until the row sums are within
     ``tol`` of one (the column sums are exactly one after each sweep), at most
     ``max_iter`` sweeps (a ``lax.while_loop``: vmap-able). A concrete ``y`` must be
-    strictly positive (a zero row gave NaN, a negative entry a matrix off the set),
+    strictly positive (a zero row would give NaN, a negative entry a matrix off the set),
     ``max_iter`` a positive int and ``tol`` non-negative.
     """
     y = jnp.asarray(y)
@@ -35,20 +35,20 @@ def sinkhorn(y, *, tol=None, max_iter: int = 2000):
 def _sinkhorn(y, tol, max_iter):
     """`sinkhorn` without its input checks (the manifold's own calls: retraction, random
     point; a NaN there propagates to the residual)."""
-    dt = y.dtype
-    tol = jnp.asarray(20 * jnp.finfo(dt).eps * y.shape[0] if tol is None else tol, dt)
+    dtype = y.dtype
+    tol = jnp.asarray(20 * jnp.finfo(dtype).eps * y.shape[0] if tol is None else tol, dtype)
 
-    def cond(c):
-        _, k, err = c
+    def cond(carry):
+        _, k, err = carry
         return (k < max_iter) & (err > tol)
 
-    def body(c):
-        z, k, _ = c
+    def body(carry):
+        z, k, _ = carry
         z = z / jnp.sum(z, axis=1, keepdims=True)
         z = z / jnp.sum(z, axis=0, keepdims=True)
         return z, k + 1, jnp.max(jnp.abs(jnp.sum(z, axis=1) - 1))
 
-    z, _, _ = jax.lax.while_loop(cond, body, (y, jnp.int32(0), jnp.asarray(jnp.inf, dt)))
+    z, _, _ = jax.lax.while_loop(cond, body, (y, jnp.int32(0), jnp.asarray(jnp.inf, dtype)))
     return z
 
 
@@ -120,10 +120,10 @@ class DoublyStochastic(Manifold):
     def retract(self, x, u):
         # X * exp(U/X), with each row rescaled by its max first (Sinkhorn is invariant to
         # diagonal scalings) so that large steps cannot overflow.
-        dt = x.dtype
+        dtype = x.dtype
         logy = jnp.log(x) + u / x
         logy = logy - jnp.max(logy, axis=1, keepdims=True)
-        floor = jnp.finfo(dt).tiny ** 0.25
+        floor = jnp.finfo(dtype).tiny ** 0.25
         y = jnp.maximum(jnp.exp(logy), floor)
         return _sinkhorn(y, None, self.max_sinkhorn)
 

@@ -68,7 +68,8 @@ class Symmetric(Manifold):
     """Symmetric ``n x n`` matrices ``S^n`` (a linear subspace, Frobenius metric).
 
     ``proj(u) = sym(u) = (u + u^T)/2``, ``R_x(u) = x + u``, ``Hess f(x)[u] = sym(h)``.
-    The magnitude factor ``Theta`` of weight-normalized matrix sensing (paper 1) lives here.
+    The magnitude factor ``Theta`` of weight-normalized matrix sensing
+    (``jaxsolve.sensing.weight_normalized``) lives here.
     """
 
     n: int

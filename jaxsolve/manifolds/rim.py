@@ -64,6 +64,7 @@ _RETRACTIONS = ("dykstra", "dual", "sinkhorn")
 
 
 def _as_tuple(name, value, c):
+    """``value`` (a number or ``c`` numbers) as a tuple of ``c`` floats (hashable)."""
     if isinstance(value, int | float):
         return (float(value),) * c
     try:
@@ -100,12 +101,12 @@ def _michelot_threshold(y, a):
     c = y.shape[1]
     tau0 = (jnp.sum(y, axis=1) - a) / c
 
-    def cond(st):
-        _, changed, k = st
+    def cond(carry):
+        _, changed, k = carry
         return changed & (k < c + 1)
 
-    def body(st):
-        tau, _, k = st
+    def body(carry):
+        tau, _, k = carry
         m = y > tau[:, None]
         new = (jnp.sum(jnp.where(m, y, 0.0), axis=1) - a) / jnp.maximum(jnp.sum(m, axis=1), 1)
         return new, jnp.any(new != tau), k + 1
@@ -199,14 +200,14 @@ def dykstra_project(y, a, lo, hi, tol, max_iter):
     """
     n = y.shape[0]
 
-    def cond(c):
-        _, k, err = c
+    def cond(carry):
+        _, k, err = carry
         return (k < max_iter) & (err > tol)
 
-    def body(c):
-        d_prev, k, _ = c
-        sz, _ = _rows_simplex_shifted(y, d_prev, a)
-        s = sz - n * d_prev
+    def body(carry):
+        d_prev, k, _ = carry
+        col_sums, _ = _rows_simplex_shifted(y, d_prev, a)
+        s = col_sums - n * d_prev
         d = (jnp.clip(s, lo, hi) - s) / n
         return d, k + 1, jnp.max(jnp.abs(d - d_prev))
 
@@ -216,16 +217,18 @@ def dykstra_project(y, a, lo, hi, tol, max_iter):
 
 
 def _dual(y, a, lo, hi, tol, max_iter):
+    """The Euclidean projection of ``y`` by dual ascent on the column multipliers (the
+    ``"dual"`` retraction of the module docstring); same contract as `dykstra_project`."""
     n = y.shape[0]
 
-    def cond(c):
-        _, k, err = c
+    def cond(carry):
+        _, k, err = carry
         return (k < max_iter) & (err > tol)
 
-    def body(c):
+    def body(carry):
         # Proximal ascent on the dual D(beta) = h(beta) + sum_j min(beta_j lo_j, beta_j hi_j),
         # grad h = -s (the column sums of the row-wise projection of y + 1 beta^T).
-        beta, k, _ = c
+        beta, k, _ = carry
         s, _ = _rows_simplex_shifted(y, beta, a)
         v = beta - s / n
         up, down = v + lo / n, v + hi / n
@@ -246,27 +249,28 @@ def sinkhorn_scale(x, u, a, lo, hi, tol, max_iter):
     and rows, kept as ``diag(rho) K diag(gamma)``: a sweep is one blocked read of ``K``
     (``rho = a / (K gamma)`` and the column sums ``gamma * (K^T rho)``); the result is
     written over ``K`` at the end."""
-    dt = x.dtype
+    dtype = x.dtype
 
     def start(blocks, acc):
         ub, xb, ab = blocks
-        safe = jnp.maximum(xb, jnp.finfo(dt).tiny)
+        safe = jnp.maximum(xb, jnp.finfo(dtype).tiny)
         logy = jnp.log(safe) + ub / safe
         kb = jnp.exp(logy - jnp.max(logy, axis=1, keepdims=True))
-        kb = jnp.maximum(kb, jnp.finfo(dt).tiny ** 0.25)
+        kb = jnp.maximum(kb, jnp.finfo(dtype).tiny ** 0.25)
         kb = kb * (ab / jnp.sum(kb, axis=1))[:, None]  # rows first: R_x(0) = x on the set
         return acc + jnp.sum(kb, axis=0), kb
 
     # K is written over U's buffer (block by block), the result over K's.
-    s0, kmat = _blocked(start, (u, x, a), jnp.zeros((x.shape[1],), dt), write=True)
+    s0, kmat = _blocked(start, (u, x, a), jnp.zeros((x.shape[1],), dtype), write=True)
     c = kmat.shape[1]
 
-    def cond(st):
-        _, _, k, err = st
+    def cond(carry):
+        _, _, k, err = carry
         return (k < max_iter) & (err > tol)
 
-    def body(st):
-        gamma, s, k, _ = st  # s: column sums of diag(rho) K diag(gamma), rho = a / (K gamma)
+    def body(carry):
+        # s: column sums of diag(rho) K diag(gamma), rho = a / (K gamma)
+        gamma, s, k, _ = carry
         gamma = gamma * (jnp.clip(s, lo, hi) / s)
 
         def fn(blocks, acc):
@@ -280,7 +284,7 @@ def sinkhorn_scale(x, u, a, lo, hi, tol, max_iter):
         err = jnp.maximum(jnp.max(jnp.maximum(lo - s, 0)), jnp.max(jnp.maximum(s - hi, 0)))
         return gamma, s, k + 1, err
 
-    init = (jnp.ones((c,), dt), s0, jnp.int32(0), jnp.asarray(jnp.inf, dt))
+    init = (jnp.ones((c,), dtype), s0, jnp.int32(0), jnp.asarray(jnp.inf, dtype))
     gamma, _, _, _ = jax.lax.while_loop(cond, body, init)
 
     def scale(blocks, acc):
@@ -288,7 +292,7 @@ def sinkhorn_scale(x, u, a, lo, hi, tol, max_iter):
         kg = kb * gamma[None, :]
         return acc, kg * (ab / jnp.sum(kg, axis=1))[:, None]
 
-    return _blocked(scale, (kmat, a), jnp.zeros((), dt), write=True)[1]
+    return _blocked(scale, (kmat, a), jnp.zeros((), dtype), write=True)[1]
 
 
 def rim_project(
@@ -311,17 +315,17 @@ def rim_project(
     """
     y = jnp.asarray(y)
     n, c = y.shape
-    dt = y.dtype
+    dtype = y.dtype
     a = (
-        jnp.ones((n,), dt)
+        jnp.ones((n,), dtype)
         if row_sums is None
-        else jnp.broadcast_to(jnp.asarray(row_sums, dt), (n,))
+        else jnp.broadcast_to(jnp.asarray(row_sums, dtype), (n,))
     )
-    lo = jnp.broadcast_to(jnp.asarray(lower, dt), (c,))
-    hi = jnp.broadcast_to(jnp.asarray(upper, dt), (c,))
+    lo = jnp.broadcast_to(jnp.asarray(lower, dtype), (c,))
+    hi = jnp.broadcast_to(jnp.asarray(upper, dtype), (c,))
     if tol is None:
-        tol = 1e-12 if dt == jnp.float64 else 1e-6
-    tol = jnp.asarray(tol, dt)
+        tol = 1e-12 if dtype == jnp.float64 else 1e-6
+    tol = jnp.asarray(tol, dtype)
     if method == "dykstra":
         return dykstra_project(y, a, lo, hi, tol, max_iter)
     if method == "dual":
@@ -333,7 +337,7 @@ def rim_project(
 class RIM(Manifold):
     r"""The relaxed indicator matrix manifold ``{X > 0, X 1 = a, lower < X^T 1 < upper}``.
 
-    See the module docstring for the geometry (paper 14: Yuan, Xie, Nie and Li, ICLR 2026).
+    See the module docstring for the geometry (Yuan, Xie, Nie and Li, ICLR 2026).
 
     Args:
         n: number of points (rows).
@@ -410,10 +414,11 @@ class RIM(Manifold):
         )
         return a, jnp.asarray(self.lower, dtype), jnp.asarray(self.upper, dtype)
 
-    def _tol(self, dt):
+    def _tol(self, dtype):
+        """The retraction's tolerance in ``dtype`` (``tol``, or 1e-10 / 1e-5 by dtype)."""
         if self.tol is not None:
-            return jnp.asarray(self.tol, dt)
-        return jnp.asarray(1e-10 if dt == jnp.float64 else 1e-5, dt)
+            return jnp.asarray(self.tol, dtype)
+        return jnp.asarray(1e-10 if dtype == jnp.float64 else 1e-5, dtype)
 
     @property
     def equality(self) -> bool:
@@ -433,9 +438,9 @@ class RIM(Manifold):
         return self.proj(x, h)
 
     def retract(self, x, u):
-        dt = x.dtype
-        a, lo, hi = self.constraint_arrays(dt)
-        tol = self._tol(dt)
+        dtype = x.dtype
+        a, lo, hi = self.constraint_arrays(dtype)
+        tol = self._tol(dtype)
         if self.retraction == "sinkhorn":
             return sinkhorn_scale(x, u, a, lo, hi, tol, self.max_iter)
         if self.retraction == "dual":
@@ -447,11 +452,11 @@ class RIM(Manifold):
         return jnp.maximum(constraint_violation(x, a, lo, hi), jnp.max(jnp.maximum(-x, 0)))
 
     def random_point(self, key, dtype=None):
-        dt = default_float(dtype)
-        a, lo, hi = self.constraint_arrays(dt)
-        z = jax.random.uniform(key, (self.n, self.c), dt, 0.5, 1.5)
+        dtype = default_float(dtype)
+        a, lo, hi = self.constraint_arrays(dtype)
+        z = jax.random.uniform(key, (self.n, self.c), dtype, 0.5, 1.5)
         z = z * (a / jnp.sum(z, axis=1))[:, None]
-        return sinkhorn_scale(z, jnp.zeros_like(z), a, lo, hi, self._tol(dt), 10 * self.max_iter)
+        return sinkhorn_scale(z, jnp.zeros_like(z), a, lo, hi, self._tol(dtype), 10 * self.max_iter)
 
     @property
     def dim(self) -> int:
