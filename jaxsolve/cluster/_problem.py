@@ -275,7 +275,7 @@ def round_candidates(u, x, k: int, steps: int = 30):
     (scikit-learn's digits, K = 10, at the default barrier) the three differ, and which
     one ends best depends on rounding-level differences in the solution, so all three
     are tried: `jaxsolve.cluster.kmeans` keeps the candidate with the lowest K-means
-    objective (its inertia against scikit-learn's: `bench/results/cluster.md`).
+    objective (its inertia against scikit-learn's: ``bench/results/cluster.md``).
     """
     rows = u / jnp.maximum(jnp.linalg.norm(u, axis=1, keepdims=True), jnp.finfo(u.dtype).tiny)
 

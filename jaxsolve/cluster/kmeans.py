@@ -212,7 +212,7 @@ def kmeans(
         jax.config.update("jax_compilation_cache_dir", "/path/to/cache")
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
 
-    First-call times against scikit-learn: `bench/results/compile.md`.
+    First-call times against scikit-learn: ``bench/results/compile.md``.
     """
     if method not in ("newton", "nlr"):
         raise ValueError(f"method must be 'newton' or 'nlr', got {method!r}")

@@ -127,16 +127,16 @@ def nlr(
     Args:
         alpha: primal step size, in units of ``1/max(beta n, 1)`` (the data has unit Frobenius
             norm). 0.5 leaves a margin: 0.7 diverges on the 1797 digits (K = 10), 0.8 on
-            the Gaussian mixtures of ``bench/cluster.py``.
+            Gaussian mixtures.
         beta: augmented-Lagrangian penalty, relative to the unit-norm data term. The
             reference code's ``beta = 10`` acts on *raw* data, whose data term is
             ``S = ||X - mean||_F^2`` times ours (``S`` in the hundreds to thousands), so it
             corresponds to ``10 / S`` here (with its step ``1e-6`` as ``1e-6 S``:
             `nlr_reference_options`). The default 0.01 is the best of a grid
-            ``beta in {0.003, ..., 30}`` x ``alpha in {0.3, ..., 0.9}`` on the data sets
-            of ``bench/cluster.py``; ``beta = 10`` on unit-norm data over-weights the
-            constraint and takes 10-100x more steps. Step counts against the reference
-            settings: `bench/results/cluster.md` (NLR-ref and NLR-tuned columns).
+            ``beta in {0.003, ..., 30}`` x ``alpha in {0.3, ..., 0.9}`` on a 150-point
+            mixture, iris, wine, breast_cancer and digits; ``beta = 10`` on unit-norm
+            data over-weights the constraint and takes 10-100x more steps. Step counts
+            against the reference settings: ``bench/results/cluster.md``.
         dual_gate: the dual step is taken once ``||Delta U|| / sqrt(K)`` drops below this.
         step: an absolute primal step size (replaces ``alpha / max(beta n, 1)``); used by
             `nlr_reference_options` to run the reference code's fixed step.

@@ -104,7 +104,7 @@ def admm_block(d: Scaled, L, xs, zs, ys, rho, level, hp, k, inverse, recip=False
     ``recip`` (lockstep batches): take ``1 / R`` once per block; XLA:CPU otherwise keeps
     the divides as a separate kernel in every iteration. ``hoist`` (single solves): form
     ``A'`` (and the float32 factor's ``L'``) once before the loop, which XLA:CPU would
-    otherwise copy in every iteration of a single lane; lockstep chunks were not faster
+    otherwise copy in every iteration of a single lane; lockstep chunks are not faster
     with it, so they keep the products as they are.
     """
     rho_rows = row_rho(d, rho)
