@@ -46,6 +46,11 @@ bench-quick: $(BENCH_STAMP)
 docs: $(STAMP)
 	$(BIN)/mkdocs build --strict
 
+# the built site in headless Chromium: math rendered, no raw roles, nav order, screenshots
+.PHONY: docs-browser
+docs-browser: docs
+	$(BIN)/python tools/check_docs_browser.py --out build/docs-browser
+
 notebooks: $(STAMP)
 	$(BIN)/python tools/run_notebooks.py notebooks
 
