@@ -177,10 +177,10 @@ def kmeans(
         tol: tolerance on the solver's error (default ``1e-6`` in float64 (Newton: the
             barrier's round-off floor on the gradient is near ``1e-7``), ``1e-4`` in
             float32). In float32 the floor rises as ``mu`` falls: the lift's absolute
-            rounding on its smallest entries (``~1e-5`` at ``mu = 1e-3``) is amplified by
-            the barrier's curvature ``mu/(n r U^2)``; on a 150-point mixture the gradient
-            norm stalls near ``3e-3`` at ``mu = 1e-3`` (the solve then ends
-            ``MAX_STEPS`` with the right partition) and converges at ``mu = 0.03``.
+            rounding on its smallest entries is amplified by the barrier's curvature
+            ``mu/(n r U^2)``, so at ``mu = 1e-3`` a float32 solve can stall above ``tol``
+            and end ``MAX_STEPS`` (with the right partition), where the default
+            ``mu = 0.03`` converges.
         polish: Lloyd iterations after rounding.
         n_init: runs, from ``key`` and ``jax.random.split(key, n_init - 1)`` (so more
             runs are never worse than one); the partition of lowest K-means objective among the runs that end
