@@ -1,4 +1,4 @@
-r"""DS-ADMM: decentralized double-communication symmetric ADMM (paper 3).
+r"""DS-ADMM: decentralized double-communication symmetric ADMM (arXiv 2511.05283).
 
 Huang, Wang, Liu, Lan, Wu, "Communication-Efficient Decentralized Optimization via
 Double-Communication Symmetric ADMM" (ICLR 2026, arXiv 2511.05283).
@@ -263,7 +263,7 @@ def ds_admm(
     f_step: str = "auto",
     newton_steps: int = 2,
 ) -> DSADMM:
-    """Decentralized double-communication symmetric ADMM (paper 3).
+    """Decentralized double-communication symmetric ADMM (arXiv 2511.05283).
 
     Args:
         loss: the smooth local loss (`jaxsolve.distributed.LeastSquares`,

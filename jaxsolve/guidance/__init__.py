@@ -1,4 +1,4 @@
-"""Reference-guided latent optimization inside diffusion sampling (issue 33, OmniPortrait's RB-Guidance)."""
+"""Reference-guided latent optimization inside diffusion sampling (pivotal optimization; OmniPortrait's RB-Guidance)."""
 
 from jaxsolve.guidance.energy import cosine_similarity, feature_energy, nearest_match
 from jaxsolve.guidance.guided_step import guidance_energy, guided_step

@@ -170,7 +170,7 @@ def regret_matching(
     The start is *projected* onto the product of simplices (Euclidean projection per
     block, `jaxsolve.projections.simplex`): a start on it is unchanged, ``x0 = 0``
     starts from the uniform point (regret matching's ``x / sum`` never leaves a point
-    off the simplex, and such a start used to end SUCCESS off it); NaN ends NONFINITE.
+    off the simplex, so such a start would end SUCCESS off it); NaN ends NONFINITE.
 
     ``state.error`` is the blockwise KKT gap (`kkt_gap`). No step size: the
     iterates do not change when ``fun`` is multiplied by a positive constant. Boxes and

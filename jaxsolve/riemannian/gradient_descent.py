@@ -97,7 +97,7 @@ class GradientDescent(AbstractSolver):
             failed = ~ok
         else:
             # Block Gauss-Seidel: one Armijo step per factor, the others held at their
-            # latest values (the alternating scheme of weight-normalized sensing, paper 1).
+            # latest values (the alternating scheme of weight-normalized sensing (arXiv 2510.01175)).
             x = list(state.x)
             f_cur = state.f
             prev_f, step, evals, failed = state.prev_f, 0.0, jnp.int32(0), jnp.asarray(False)
@@ -166,7 +166,7 @@ def gradient_descent(
 
     ``alternating=True`` (for a `Product`): one Armijo step
     per factor in turn, each with the others fixed at their newest values (block
-    Gauss-Seidel, as the alternating updates of weight-normalized sensing, paper 1).
+    Gauss-Seidel, as the alternating updates of weight-normalized sensing (arXiv 2510.01175)).
 
     ``error`` is the Riemannian gradient norm. A line search that cannot decrease the
     cost sets ``Status.BREAKDOWN``.

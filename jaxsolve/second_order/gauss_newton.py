@@ -79,9 +79,9 @@ def gn_precondition(J, u, mu, *, scale=1.0, form="auto"):
 
         def min_norm(_):
             # mu = 0: the pseudo-inverse (eigenvalues below max(m, n) eps |G| dropped).
-            # A tiny ridge instead amplified the rounding of u outside the row space by
-            # 1/ridge: on a rank-deficient J the step was a least-squares step, not the
-            # minimum-norm one (issue 23).
+            # Not a tiny ridge: it amplifies the rounding of u outside the row space by
+            # 1/ridge, so on a rank-deficient J the step is a least-squares step, not the
+            # minimum-norm one.
             return jnp.linalg.pinv(G, hermitian=True) @ u
 
         return jax.lax.cond(mu > 0, damped, min_norm, None)

@@ -1,4 +1,4 @@
-"""Weight-normalized overparameterized matrix sensing (paper 1) and its baseline."""
+"""Weight-normalized overparameterized matrix sensing (arXiv 2510.01175) and its baseline."""
 
 from jaxsolve.sensing.burer_monteiro import burer_monteiro, small_initial_point
 from jaxsolve.sensing.problem import (

@@ -38,8 +38,8 @@ class BurerMonteiro(AbstractSolver):
         s = adjoint_residual(y0 @ y0.T, meas)
         f = sensing_loss(y0 @ y0.T, meas)
         # Y = 0 is a stationary point (the gradient 2 A*(r) Y vanishes) that gradient
-        # descent never leaves: a run from it ended SUCCESS at Z = 0 with a gradient norm
-        # of 0 (issue 23). Such a start is refused as BREAKDOWN (use small_initial_point).
+        # descent never leaves, with a gradient norm of 0 that would read as SUCCESS at
+        # Z = 0. Such a start is refused as BREAKDOWN (use small_initial_point).
         ok = jnp.any(y0 != 0)
         status = jnp.where(ok, jnp.int32(Status.SUCCESS), jnp.int32(Status.BREAKDOWN))
         return BMState(y0, jnp.int32(0), jnp.linalg.norm(s @ y0), status.astype(jnp.int32), f)
@@ -58,7 +58,7 @@ def burer_monteiro(*, stepsize=0.25) -> BurerMonteiro:
 
     The gradient of ``f(Y) = 1/4 ||M(Y Y^T) - y||^2``. With overparameterization (``r``
     above the true rank) and small random initialization it converges only sublinearly
-    (Xiong, Ding, Du, ICLR 2024: an ``Omega(1/T^2)`` lower bound), the baseline paper 1
+    (Xiong, Ding, Du, ICLR 2024: an ``Omega(1/T^2)`` lower bound), the baseline arXiv 2510.01175
     compares weight normalization against. ``error`` is the gradient norm.
 
     A zero start (a stationary point gradient descent never leaves) ends ``BREAKDOWN``.

@@ -1,4 +1,4 @@
-"""Matrix sensing problems: Gaussian measurements of a low-rank PSD matrix (paper 1's setting)."""
+"""Matrix sensing problems: Gaussian measurements of a low-rank PSD matrix (the setting of arXiv 2510.01175)."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ class GramMeasurements(NamedTuple):
     sum_i y_i M_i / sqrt(n)`` and ``yy = ||y||^2``, so that
     ``||M(Z) - y||^2 = vec(Z)^T gram vec(Z) - 2 <adj_y, Z> + yy`` exactly. Memory ``m^4``
     whatever the number of measurements ``n`` (the memory-light variant for ``n >> m^2``,
-    paper 1's sample regime); built chunk by chunk without ever holding all ``M_i``.
+    the paper's sample regime); built chunk by chunk without ever holding all ``M_i``.
     """
 
     gram: jax.Array
@@ -65,7 +65,7 @@ def make_problem(
     r"""A random PSD ground truth ``A = U diag(s) U^T`` and its Gaussian measurements.
 
     ``U`` is a random ``m x rank`` orthonormal frame and ``s`` is geometric from 1 down to
-    ``1 / cond`` (condition number ``cond``), as in paper 1's experiments (Wei, Zhang, Li,
+    ``1 / cond`` (condition number ``cond``), as in the paper's experiments (Wei, Zhang, Li,
     He, "On the benefits of weight normalization for overparameterized matrix sensing",
     ICLR 2026, section 5: ``m = 10``, true rank 3, ``kappa in {50, 75, 100}``).
     ``form="dense"`` returns `GaussianMeasurements`; ``form="gram"`` the

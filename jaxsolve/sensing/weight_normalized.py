@@ -1,4 +1,4 @@
-"""Weight-normalized overparameterized matrix sensing with alternating Riemannian GD (paper 1)."""
+"""Weight-normalized overparameterized matrix sensing with alternating Riemannian GD (arXiv 2510.01175)."""
 
 from __future__ import annotations
 
@@ -62,8 +62,8 @@ class WeightNormalized(AbstractSolver):
         check_measurements(meas, x.shape[0])
         f = sensing_loss(x @ theta @ x.T, meas)
         # X must lie on the Stiefel manifold (checked, not projected): X = 0 (or any X with
-        # non-orthonormal columns) has a zero or meaningless Riemannian gradient, and a run
-        # from X = 0 ended SUCCESS at Z = 0 (issue 23). Off it: BREAKDOWN at once.
+        # non-orthonormal columns) has a zero or meaningless Riemannian gradient, so a run
+        # from X = 0 would read SUCCESS at Z = 0. Off it: BREAKDOWN at once.
         eps = jnp.finfo(x.dtype).eps
         on = jnp.max(jnp.abs(x.T @ x - jnp.eye(x.shape[1], dtype=x.dtype))) <= 10 * jnp.sqrt(eps)
         status = jnp.where(on, jnp.int32(Status.SUCCESS), jnp.int32(Status.BREAKDOWN))
