@@ -373,7 +373,7 @@ def _final_polish(solver: FlexQP, state: FlexQPState, qp: QP, converged) -> Flex
     hp, pending_on, res = _residuals_now(solver, state)
     d, xs, zs, ys = state.data, state.xs, state.zs, state.ys
     delta = jnp.maximum(hp.delta, 1e3 * jnp.finfo(xs.dtype).eps)
-    xp, zp, yp, rp = polish(
+    x_pol, z_pol, y_pol, res_pol = polish(
         d,
         xs,
         zs,
@@ -387,8 +387,8 @@ def _final_polish(solver: FlexQP, state: FlexQPState, qp: QP, converged) -> Flex
         fine=solver.polish_fine,
         fine_refine=4 * solver.polish_refine,
     )
-    ok = converged & jnp.isfinite(rp.error) & (rp.error < res.error)
-    xs, zs, ys = (jnp.where(ok, a, b) for a, b in ((xp, xs), (zp, zs), (yp, ys)))
+    ok = converged & jnp.isfinite(res_pol.error) & (res_pol.error < res.error)
+    xs, zs, ys = (jnp.where(ok, a, b) for a, b in ((x_pol, xs), (z_pol, zs), (y_pol, ys)))
     return state._replace(xs=xs, zs=zs, ys=ys)
 
 

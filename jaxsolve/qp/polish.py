@@ -126,11 +126,11 @@ def polish(
     sat_up, sat_lo = zs > d.u, zs < d.l
     act_up, act_lo = _classify(d, zs, ys, sat_up, sat_lo)
 
-    def run(n_pass, dlt, ref, carry):
+    def run(n_pass, delta_pass, refine_pass, carry):
         def body(_, carry):
             x, y, act_up, act_lo, sat_up, sat_lo, best = carry
             x, z, y, ya, Ax, act = _polish_once(
-                d, x, y, sat_up, sat_lo, act_up, act_lo, mu_rows, dlt, ref
+                d, x, y, sat_up, sat_lo, act_up, act_lo, mu_rows, delta_pass, refine_pass
             )
             r = kkt_residuals(d, x, z, y, pending)
             ok = jnp.isfinite(r.error) & (r.error < best[3].error)
@@ -145,12 +145,13 @@ def polish(
     if fine > 0:
 
         def run_fine(best):
-            bx, bz, by, _ = best
-            s_up, s_lo = bz > d.u, bz < d.l
-            b_up, b_lo = _classify(d, bz, by, s_up, s_lo)
+            best_x, best_z, best_y, _ = best
+            sat_up, sat_lo = best_z > d.u, best_z < d.l
+            act_up, act_lo = _classify(d, best_z, best_y, sat_up, sat_lo)
             # not below 1e3 eps: in float32 the stage keeps delta, with more refinement
-            dfine = jnp.maximum(delta * 1e-2, 1e3 * jnp.finfo(xs.dtype).eps)
-            return run(fine, dfine, fine_refine, (bx, by, b_up, b_lo, s_up, s_lo, best))[6]
+            delta_fine = jnp.maximum(delta * 1e-2, 1e3 * jnp.finfo(xs.dtype).eps)
+            carry = (best_x, best_y, act_up, act_lo, sat_up, sat_lo, best)
+            return run(fine, delta_fine, fine_refine, carry)[6]
 
         exact = best[3].error <= 1e3 * jnp.finfo(xs.dtype).eps
         best = jax.lax.cond(exact, lambda b: b, run_fine, best)
@@ -169,8 +170,8 @@ def polish_in_loop(d: Scaled, xs, zs, ys, level, res, hp, refine, passes, pendin
     better than the ADMM iterate). ``attempt`` (bool): polish at all.
     """
     delta = jnp.maximum(hp.delta, 1e3 * jnp.finfo(xs.dtype).eps)
-    xp, zp, yp, rp = polish(d, xs, zs, ys, level, delta, refine, passes, pending, res)
-    better = (rp.error <= 0.1 * res.error) | (rp.error <= hp.polish_accept)
-    ok = better & (rp.error <= 1e-3) & attempt
+    x_pol, z_pol, y_pol, res_pol = polish(d, xs, zs, ys, level, delta, refine, passes, pending, res)
+    better = (res_pol.error <= 0.1 * res.error) | (res_pol.error <= hp.polish_accept)
+    ok = better & (res_pol.error <= 1e-3) & attempt
     pick = lambda a, b: jnp.where(ok, a, b)  # noqa: E731
-    return pick(xp, xs), pick(zp, zs), pick(yp, ys), jax.tree.map(pick, rp, res)
+    return pick(x_pol, xs), pick(z_pol, zs), pick(y_pol, ys), jax.tree.map(pick, res_pol, res)
