@@ -44,7 +44,10 @@ __all__ = [
 
 
 def kmeans_manifold(n: int, n_clusters: int, rank: int) -> Product:
-    """``CentredSphere(n, rank - 1, sqrt(K - 1)) x Orthogonal(rank)`` (Xu et al. 2026, Theorem 2)."""
+    """``CentredSphere(n, rank - 1, sqrt(K - 1)) x Orthogonal(rank)``.
+
+    The lift's manifold (Xu et al. 2026, Theorem 2).
+    """
     return Product(
         CentredSphere(n, max(rank - 1, 1), math.sqrt(max(n_clusters - 1, 1e-300))),
         Orthogonal(rank),

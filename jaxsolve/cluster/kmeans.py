@@ -1,4 +1,7 @@
-"""``jaxsolve.cluster.kmeans``: K-means through the SDP relaxation on a manifold (Xu, Hou, Chen, Zhang, ICLR 2026)."""
+"""``jaxsolve.cluster.kmeans``: K-means through the SDP relaxation on a manifold.
+
+The method of Xu, Hou, Chen and Zhang (ICLR 2026), or the NLR baseline, then rounding.
+"""
 
 from __future__ import annotations
 
@@ -183,8 +186,9 @@ def kmeans(
             ``mu = 0.03`` converges.
         polish: Lloyd iterations after rounding.
         n_init: runs, from ``key`` and ``jax.random.split(key, n_init - 1)`` (so more
-            runs are never worse than one); the partition of lowest K-means objective among the runs that end
-            SUCCESS (else among all) is returned, with its run's solution.
+            runs are never worse than one); the partition of lowest K-means objective
+            among the runs that end SUCCESS (else among all) is returned, with its run's
+            solution.
         **solver_options: passed to the solver factory.
 
     Returns:

@@ -1,7 +1,8 @@
 r"""NLR: the first-order nonnegative low-rank baseline for the K-means SDP (Zhuang et al. 2024).
 
 Zhuang, Chen, Yang and Zhang, "Statistically optimal K-means clustering via nonnegative
-low-rank semidefinite programming" (ICLR 2024), the baseline that Xu, Hou, Chen and Zhang (ICLR 2026) compare K-means Newton with.
+low-rank semidefinite programming" (ICLR 2024), the baseline that Xu, Hou, Chen and
+Zhang (ICLR 2026) compare K-means Newton with.
 Burer-Monteiro factor ``U >= 0`` (``n x r``, ``||U||_F^2 = K``) of the Peng-Wei SDP, with
 the row-sum constraint ``U U^T 1 = 1`` in an augmented Lagrangian::
 

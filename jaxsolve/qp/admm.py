@@ -96,7 +96,7 @@ def relaxed_update(zh, y, rho_rows, mu_rows, lo, up, rho_inv=None):
     return z, y_new
 
 
-def admm_block(d: Scaled, L, xs, zs, ys, rho, level, hp, k, inverse, recip=False, hoist=False):
+def admm_block(d: Scaled, L, xs, zs, ys, rho, level, hparams, k, inverse, recip=False, hoist=False):
     """``k`` ADMM iterations from the scaled ``(xs, zs, ys)`` at penalty ``rho`` and
     elastic weight ``level``, with the factor ``L`` of `jaxsolve.qp.linalg.factor`
     (``inverse``: it is an explicit inverse factor). Returns the new ``(xs, zs, ys)``.
@@ -109,7 +109,7 @@ def admm_block(d: Scaled, L, xs, zs, ys, rho, level, hp, k, inverse, recip=False
     """
     rho_rows = row_rho(d, rho)
     mu_rows = row_mu(d, level)
-    sigma, alpha = sigma_floor(hp, xs.dtype), hp.alpha
+    sigma, alpha = sigma_floor(hparams, xs.dtype), hparams.alpha
     rho_inv = 1.0 / rho_rows if recip else None
     A_t = d.A.T if hoist else None
     L_t = L.T if hoist and inverse and split_inverse(L.dtype) else None
@@ -127,18 +127,18 @@ def admm_block(d: Scaled, L, xs, zs, ys, rho, level, hp, k, inverse, recip=False
     return jax.lax.fori_loop(0, k, body, (xs, zs, ys))
 
 
-def grown_weight(res: Residuals, level, ys, hp):
+def grown_weight(res: Residuals, level, ys, hparams):
     """The elastic weight rule: ``(new_level, ys)`` after a block with residuals ``res``.
 
     When the relaxed iteration has settled (KKT residual small against the violation
     it keeps) and rows are still violated, the weight is below the optimal multipliers
-    (or the QP is infeasible): multiply it by ``hp.mu_factor``, capped at ``hp.mu_max``.
+    (or the QP is infeasible): multiply it by ``hparams.mu_factor``, capped at ``hparams.mu_max``.
     On an infeasible QP every multiplier of the relaxed solution grows like the weight
     (they form the certificate ``A'w ~ 0`` with ``w = y / mu``), so the multipliers are
     scaled with it instead of being rebuilt by the dual ascent.
     """
-    grow = (res.violation > 2.0 * res.kkt) & (level < hp.mu_max)
-    new_level = jnp.where(grow, jnp.minimum(level * hp.mu_factor, hp.mu_max), level)
+    grow = (res.violation > 2.0 * res.kkt) & (level < hparams.mu_max)
+    new_level = jnp.where(grow, jnp.minimum(level * hparams.mu_factor, hparams.mu_max), level)
     return new_level, jnp.where(grow, ys * (new_level / level), ys)
 
 

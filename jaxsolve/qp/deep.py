@@ -305,13 +305,13 @@ class DeepFlexQP(AbstractSolver):
 
     def _data(self, qp: QP, scale):
         """The `Scaled` data of ``qp`` for the Ruiz factors ``scale = (D, E, c)``."""
-        hp = flexqp(sigma=self.sigma).hyper(qp.q.dtype)
-        return scaled_with(qp, hp, *scale)
+        hparams = flexqp(sigma=self.sigma).hyper(qp.q.dtype)
+        return scaled_with(qp, hparams, *scale)
 
     def init(self, x0, qp: QP) -> DeepFlexQPState:
         dtype = qp.q.dtype
-        hp = flexqp(sigma=self.sigma).hyper(dtype)
-        d = prepare_scaled(qp, hp, self.policies.scaling_iters)  # 0: D = E = 1, c = 1
+        hparams = flexqp(sigma=self.sigma).hyper(dtype)
+        d = prepare_scaled(qp, hparams, self.policies.scaling_iters)  # 0: D = E = 1, c = 1
         m = qp.l.shape[0]
         x = jnp.asarray(x0, dtype)
         z = jnp.clip(qp.A @ x, qp.l, qp.u)

@@ -156,26 +156,26 @@ def _init(solver: FlexQP, x0, qp: QP) -> FlexQPState:
     """The state at ``x0`` (an array, or a `WarmStart` with duals and penalties): the
     scaled data, the first factor and the residuals; ``BREAKDOWN`` if ``P`` is not PSD."""
     dtype = qp.q.dtype
-    hp = solver.hyper(dtype)
+    hparams = solver.hyper(dtype)
     kkt_inverse = solver.kkt_inverse
-    d = prepare_scaled(qp, hp, solver.scaling_iters)
+    d = prepare_scaled(qp, hparams, solver.scaling_iters)
     if isinstance(x0, WarmStart):
         x_start = jnp.asarray(x0.x, dtype)
         xs = x_start / d.D
         ys = jnp.asarray(x0.y, dtype) * d.c / d.E
         zs = jnp.asarray(x0.z, dtype) * d.E
         rho = jnp.clip(jnp.asarray(x0.rho, dtype), RHO_MIN, RHO_MAX)
-        level = jnp.clip(jnp.asarray(x0.mu, dtype) * d.c, hp.mu, hp.mu_max)
+        level = jnp.clip(jnp.asarray(x0.mu, dtype) * d.c, hparams.mu, hparams.mu_max)
     else:
         x_start = jnp.asarray(x0, dtype)
         xs = x_start / d.D
         zs = jnp.clip(d.A @ xs, d.l, d.u)
         ys = jnp.zeros_like(zs)
-        rho = jnp.clip(hp.rho, RHO_MIN, RHO_MAX)
-        level = jnp.minimum(hp.mu, hp.mu_max)
+        rho = jnp.clip(hparams.rho, RHO_MIN, RHO_MAX)
+        level = jnp.minimum(hparams.mu, hparams.mu_max)
     L = factor(d, row_rho(d, rho), kkt_inverse)
     cold = not isinstance(x0, WarmStart)
-    res = kkt_residuals(d, xs, zs, None if cold else ys, level < hp.mu_max)
+    res = kkt_residuals(d, xs, zs, None if cold else ys, level < hparams.mu_max)
     x, z, y = unscale(d, xs, zs, ys)
     return FlexQPState(
         x=x,
@@ -208,7 +208,7 @@ def _step(
     weight and rho rules, the unboundedness test and (``polish_every``) the in-loop
     polish."""
     dtype = state.xs.dtype
-    hp = solver.hyper(dtype)
+    hparams = solver.hyper(dtype)
     check_every, polish_every = solver.check_every, solver.polish_every
     polish_refine, polish_passes = solver.polish_refine, solver.polish_passes
     adaptive_rho, rho_every, kkt_inverse = solver.adaptive_rho, solver.rho_every, solver.kkt_inverse
@@ -235,16 +235,16 @@ def _step(
         state.ys,
         state.rho,
         state.mu_level,
-        hp,
+        hparams,
         check_every,
         kkt_inverse,
         recip=lanes is not None,
         hoist=lanes is None,
     )
     level = state.mu_level
-    res = kkt_residuals(d, xs, zs, ys, level < hp.mu_max)
+    res = kkt_residuals(d, xs, zs, ys, level < hparams.mu_max)
 
-    new_level, ys = grown_weight(res, level, ys, hp)
+    new_level, ys = grown_weight(res, level, ys, hparams)
     rho_new, change = adapted_rho(res, state.rho, state.iter_num, rho_every, adaptive_rho)
 
     def refactor(_):
@@ -263,7 +263,7 @@ def _step(
     # Unboundedness (OSQP's dual-infeasibility certificate on the block's step): the
     # relaxed problem is then unbounded for every elastic weight.
     streak = jnp.where(
-        unbounded_step(d, xs - state.xs, hp.eps_unbounded), state.unbounded_streak + 1, 0
+        unbounded_step(d, xs - state.xs, hparams.eps_unbounded), state.unbounded_streak + 1, 0
     ).astype(jnp.int32)
     status = jnp.where(
         streak >= UNBOUNDED_CHECKS, jnp.int32(Status.UNBOUNDED), state.status
@@ -274,7 +274,7 @@ def _step(
         # once) the polished point ends the run. Kept only if it lowers the error; the
         # ADMM iterates continue from it otherwise unchanged. Under vmap the lax.cond
         # becomes a select, so batched users keep polish_every=0 (the default).
-        pending = new_level < hp.mu_max
+        pending = new_level < hparams.mu_max
         err_now = jnp.maximum(res.kkt, jnp.where(pending, res.violation, 0.0))
         # steps 1, 2, 4, 8, ... (early: warm starts) and every polish_every-th step
         k = state.iter_num + 1
@@ -289,7 +289,7 @@ def _step(
                 ys,
                 new_level,
                 res_now,
-                hp,
+                hparams,
                 polish_refine,
                 polish_passes,
                 pending,
@@ -300,7 +300,7 @@ def _step(
             uniform(attempt), try_polish, lambda _: (xs, zs, ys, res), None
         )
 
-    error = jnp.maximum(res.kkt, jnp.where(new_level < hp.mu_max, res.violation, 0.0))
+    error = jnp.maximum(res.kkt, jnp.where(new_level < hparams.mu_max, res.violation, 0.0))
     x, z, y = unscale(d, xs, zs, ys)
     new = FlexQPState(
         x=x,
@@ -340,9 +340,9 @@ def _with_iterates(state: FlexQPState, xs, zs, ys, error, kkt, **more) -> FlexQP
 def _residuals_now(solver: FlexQP, state: FlexQPState):
     """The hyperparameters in the state's dtype, whether the elastic weight can still
     grow, and the residuals at the state's own iterates."""
-    hp = solver.hyper(state.xs)
-    pending = state.mu_level < hp.mu_max
-    return hp, pending, kkt_residuals(state.data, state.xs, state.zs, state.ys, pending)
+    hparams = solver.hyper(state.xs)
+    pending = state.mu_level < hparams.mu_max
+    return hparams, pending, kkt_residuals(state.data, state.xs, state.zs, state.ys, pending)
 
 
 def _polish_state(solver: FlexQP, state: FlexQPState, qp: QP) -> FlexQPState:
@@ -354,10 +354,19 @@ def _polish_state(solver: FlexQP, state: FlexQPState, qp: QP) -> FlexQPState:
     polish), so a lane whose active set is already right ends there, and the others
     continue their ADMM iteration from the same (or the polished) point.
     """
-    hp, pending, res = _residuals_now(solver, state)
+    hparams, pending, res = _residuals_now(solver, state)
     d, xs, zs, ys = state.data, state.xs, state.zs, state.ys
     xs, zs, ys, res = polish_in_loop(
-        d, xs, zs, ys, state.mu_level, res, hp, solver.polish_refine, solver.polish_passes, pending
+        d,
+        xs,
+        zs,
+        ys,
+        state.mu_level,
+        res,
+        hparams,
+        solver.polish_refine,
+        solver.polish_passes,
+        pending,
     )
     return _with_iterates(state, xs, zs, ys, res.error, res.kkt, viol=row_violation(d, res.Ax))
 
@@ -370,9 +379,9 @@ def _final_polish(solver: FlexQP, state: FlexQPState, qp: QP, converged) -> Flex
     on the lanes that still need it: a lane that ended at an in-round polish
     (`_polish_state`) is not polished twice.
     """
-    hp, pending_on, res = _residuals_now(solver, state)
+    hparams, pending_on, res = _residuals_now(solver, state)
     d, xs, zs, ys = state.data, state.xs, state.zs, state.ys
-    delta = jnp.maximum(hp.delta, 1e3 * jnp.finfo(xs.dtype).eps)
+    delta = jnp.maximum(hparams.delta, 1e3 * jnp.finfo(xs.dtype).eps)
     x_pol, z_pol, y_pol, res_pol = polish(
         d,
         xs,

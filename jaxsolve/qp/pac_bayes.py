@@ -1,8 +1,9 @@
 r"""PAC-Bayes certificates on a learned QP solver's failure probability.
 
-Deep FlexQP (Oshin, Ghosh, Saravanos, Theodorou, ICLR 2026, arXiv:2512.01565) certifies its learned solver with a
-PAC-Bayes bound on the probability, over the problem distribution $\mathcal D$, that
-the residual after $K$ iterations exceeds a tolerance. For a Gaussian posterior
+Deep FlexQP (Oshin, Ghosh, Saravanos, Theodorou, ICLR 2026, arXiv:2512.01565)
+certifies its learned solver with a PAC-Bayes bound on the probability, over the
+problem distribution $\mathcal D$, that the residual after $K$ iterations exceeds a
+tolerance. For a Gaussian posterior
 $Q = \mathcal N(\theta, s^2 I)$ over the policies' weights and a prior
 $\Pi = \mathcal N(\theta_0, \lambda^2 I)$ fixed before the $N$ certification problems
 $\xi_1..\xi_N \sim \mathcal D$ are drawn, the loss $\ell(\theta', \xi) =

@@ -158,20 +158,22 @@ def polish(
     return best
 
 
-def polish_in_loop(d: Scaled, xs, zs, ys, level, res, hp, refine, passes, pending, attempt=True):
+def polish_in_loop(
+    d: Scaled, xs, zs, ys, level, res, hparams, refine, passes, pending, attempt=True
+):
     """The in-loop polish rule: polish, keep the polished point only if it is better.
 
     Returns the kept ``(xs, zs, ys, residuals)``. Relative errors saturate near 1 on
     poor points, so "lower" alone could swap a far-off ADMM iterate for a garbage one
     and derail the iteration: the polished point is kept only when it is an order of
     magnitude better than ``res.error`` and at most ``1e-3``, or when its error is at
-    most ``hp.polish_accept`` (`jaxsolve.qp.solve_qp` sets it to the tolerance: such a
+    most ``hparams.polish_accept`` (`jaxsolve.qp.solve_qp` sets it to the tolerance: such a
     point ends the run, and a point near the float32 precision floor is rarely 10x
     better than the ADMM iterate). ``attempt`` (bool): polish at all.
     """
-    delta = jnp.maximum(hp.delta, 1e3 * jnp.finfo(xs.dtype).eps)
+    delta = jnp.maximum(hparams.delta, 1e3 * jnp.finfo(xs.dtype).eps)
     x_pol, z_pol, y_pol, res_pol = polish(d, xs, zs, ys, level, delta, refine, passes, pending, res)
-    better = (res_pol.error <= 0.1 * res.error) | (res_pol.error <= hp.polish_accept)
+    better = (res_pol.error <= 0.1 * res.error) | (res_pol.error <= hparams.polish_accept)
     ok = better & (res_pol.error <= 1e-3) & attempt
     pick = lambda a, b: jnp.where(ok, a, b)  # noqa: E731
     return pick(x_pol, xs), pick(z_pol, zs), pick(y_pol, ys), jax.tree.map(pick, res_pol, res)

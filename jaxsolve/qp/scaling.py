@@ -106,21 +106,21 @@ def _ruiz(P, q, A, iters):
     return carry[3:]
 
 
-def sigma_floor(hp, dtype):
-    """The proximal weight ``max(hp.sigma, 50 eps)`` (``hp``: FlexQP's hyperparameters),
+def sigma_floor(hparams, dtype):
+    """The proximal weight ``max(hparams.sigma, 50 eps)`` (``hparams``: FlexQP's hyperparameters),
     so that ``P + sigma I`` stays positive definite in ``dtype``."""
-    return jnp.maximum(hp.sigma, 50 * jnp.finfo(dtype).eps)
+    return jnp.maximum(hparams.sigma, 50 * jnp.finfo(dtype).eps)
 
 
-def prepare_scaled(qp: QP, hp, scaling_iters):
+def prepare_scaled(qp: QP, hparams, scaling_iters):
     """The `Scaled` data of ``qp`` after ``scaling_iters`` Ruiz passes (``0``: ``D = E = 1``,
-    ``c = 1``); ``hp`` supplies ``sigma``. The factors carry no derivative."""
+    ``c = 1``); ``hparams`` supplies ``sigma``. The factors carry no derivative."""
     P, q, A = qp.P, qp.q, qp.A
     D, E, c = jax.lax.stop_gradient(_ruiz(*jax.lax.stop_gradient((P, q, A)), scaling_iters))
-    return scaled_with(qp, hp, D, E, c)
+    return scaled_with(qp, hparams, D, E, c)
 
 
-def scaled_with(qp: QP, hp, D, E, c):
+def scaled_with(qp: QP, hparams, D, E, c):
     """`Scaled` data of ``qp`` for given Ruiz factors ``(D, E, c)`` (computed once by a
     caller that carries them, as Deep FlexQP does)."""
     P, q, A, l, u = qp
@@ -133,7 +133,7 @@ def scaled_with(qp: QP, hp, D, E, c):
     eq = jnp.isfinite(l) & jnp.isfinite(u) & (jnp.abs(u - l) <= 1e-4 * jnp.maximum(1.0, jnp.abs(u)))
     free = ~jnp.isfinite(l) & ~jnp.isfinite(u)
     anorm = jax.lax.stop_gradient(_amax_rows(A))
-    return Scaled(Ps, qs, As, ls, us, D, E, c, l, u, eq, free, sigma_floor(hp, dtype), anorm)
+    return Scaled(Ps, qs, As, ls, us, D, E, c, l, u, eq, free, sigma_floor(hparams, dtype), anorm)
 
 
 def _amax_rows(A):
