@@ -14,6 +14,7 @@ __all__ = ["CentredSphere"]
 
 
 def _centre(u):
+    """``C U = U - 1 1^T U / n``: the columns centred."""
     return u - jnp.mean(u, axis=0, keepdims=True)
 
 

@@ -79,11 +79,13 @@ def _graph(w):
 
 
 def _ds_cost(z, args):
+    """The Ratio Cut cost of ``F = Z B`` for the doubly stochastic baseline."""
     g, b = args
     return ratio_cut_cost(z @ b, g)
 
 
 def _group_matrix(n, c, dtype):
+    """``B``: column ``j`` of ``Z`` assigned to group ``j mod c`` (0/1, ``n x c``)."""
     groups = np.arange(n) % c
     b = np.zeros((n, c))
     b[np.arange(n), groups] = 1.0
@@ -192,6 +194,7 @@ def _check_start(manifold, x0, what):
 
 
 def _make_solver(solver, cost, manifold):
+    """The Riemannian solver named by ``solver`` (or built by it, when callable)."""
     from jaxsolve import riemannian
 
     if callable(solver):
@@ -326,6 +329,7 @@ class RatioCutState(NamedTuple):
 
 
 def _result(f, relaxation) -> Solution:
+    """The `Solution` of `ratio_cut` for the soft indicator ``f``."""
     if relaxation is None:
         status, steps, error = jnp.int32(Status.SUCCESS), jnp.int32(0), jnp.zeros((), f.dtype)
     else:

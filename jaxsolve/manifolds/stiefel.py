@@ -30,6 +30,7 @@ def qr_factor(y):
 
 
 def _stiefel_proj(x, u):
+    """``U - X sym(X^T U)``: the projection onto ``T_X St``."""
     return u - x @ sym(x.T @ u)
 
 

@@ -39,6 +39,7 @@ _INF = jnp.inf
 
 
 def _sparse(key, shape, density, dtype):
+    """``sparse(r, c, d)``: Gaussian entries, each kept with probability ``density``."""
     k1, k2 = jax.random.split(key)
     mask = jax.random.bernoulli(k1, density, shape)
     return jnp.where(mask, jax.random.normal(k2, shape, dtype), 0.0).astype(dtype)
@@ -203,6 +204,7 @@ def svm(key, n: int, m: int | None = None, *, gamma: float = 1.0, dtype=None) ->
 
 
 def _mpc_system(key, nx, nu, dtype):
+    """The random system of `mpc`: ``(A, B, diag(Q), u_max, x_max)``."""
     kA, kB, kQ, kz, kub, kxb = jax.random.split(key, 6)
     Ad = jnp.eye(nx, dtype=dtype) + 0.1 * jax.random.normal(kA, (nx, nx), dtype)
     # shrink into the unit disk (OSQP suite: eigenvalues of modulus >= 0.99 are shrunk)
@@ -220,6 +222,8 @@ def _mpc_system(key, nx, nu, dtype):
 
 
 def _dare(Ad, Bd, Q, R, iters=300):
+    """The discrete algebraic Riccati solution by ``iters`` fixed-point iterations."""
+
     def body(_, S):
         BtS = Bd.T @ S
         K = jnp.linalg.solve(R + BtS @ Bd, BtS @ Ad)
@@ -306,6 +310,7 @@ def _mm_dirs() -> list[pathlib.Path]:
 
 
 def _mm_path(name: str) -> pathlib.Path | None:
+    """The ``.mat`` file of the problem ``name`` in the first folder holding it, or None."""
     for d in _mm_dirs():
         if (d / f"{name}.mat").exists():
             return d / f"{name}.mat"

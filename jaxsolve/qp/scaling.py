@@ -69,6 +69,7 @@ def amax(v):
 
 
 def _limit(v):
+    """Ruiz norms clipped to ``_MAX_SCALING``; those below ``_MIN_SCALING`` become 1."""
     return jnp.where(v < _MIN_SCALING, 1.0, jnp.minimum(v, _MAX_SCALING))
 
 
@@ -137,6 +138,7 @@ def scaled_with(qp: QP, hparams, D, E, c):
 
 
 def _amax_rows(A):
+    """``||a_i||_inf`` of each row of ``A`` (0 for an empty row)."""
     return jnp.max(jnp.abs(A), axis=-1, initial=0.0)
 
 

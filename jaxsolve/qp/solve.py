@@ -57,6 +57,7 @@ def _attach(solver, qp, sol, batch_axes=None):
 
 
 def _solve_one(solver, x0, qp, tol, max_steps, loop, implicit, history):
+    """One QP through the driver: ``loop="fixed"`` unrolled, else the while loop."""
     if loop == "fixed":
         return solve(solver, x0, qp, tol=tol, max_steps=max_steps, loop="fixed")
     # the driver differentiates FlexQP implicitly (FlexQP.optimality at the solution)
