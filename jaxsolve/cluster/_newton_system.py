@@ -211,11 +211,11 @@ def structure(x, g, data, mu, basis, horizontal=True):
     t_r = small_einsum("jia,iab->jib", rgen, evecs)
     pa, pb, _ = sym_pairs(p)
     epairs = evecs[:, pa, :] * evecs[:, pb, :]
-    lay = layout(xbar.shape[1], p, m_w, m_v, kmax)
+    maps = layout(xbar.shape[1], p, m_w, m_v, kmax)
     cvals = jnp.concatenate(
         [jnp.full((1,), 0.5, dtype), h_om.reshape(-1), cs.T.reshape(-1), jnp.zeros((1,), dtype)]
     )
-    f0 = cvals[lay.f0_map]
+    f0 = cvals[maps.f0_map]
     return Structure(
         evals,
         evecs,
@@ -331,7 +331,7 @@ def factor_eigen(system, lam):
     d1 = system.xbar.shape[1]
     m_w, m_v = system.vcoup.shape
     kmax = n_corrections(system)
-    lay = layout(d1, p, m_w, m_v, kmax)
+    maps = layout(d1, p, m_w, m_v, kmax)
     e_l = system.evals + lam
     c0 = jnp.mean(jnp.abs(e_l)) + jnp.finfo(dtype).tiny
     e_t = jnp.where(system.moved, jnp.maximum(e_l, 0.0) + c0, e_l)
@@ -344,54 +344,59 @@ def factor_eigen(system, lam):
     # The low-rank part's columns: the border rows t_r (dense) and the k moved
     # eigenvectors w_j = e_(i_j, b_j) in eigen coordinates (one-hot: their products are
     # gathers, not n p-long passes).
-    tin = system.t_r * inv  # (m0, n, p)
-    rb = small_einsum("jib,icb->jic", tin, system.evecs)  # B~^{-1} applied to the border rows
+    border_inv = system.t_r * inv  # (m0, n, p)
+    # B~^{-1} applied to the border rows
+    rb = small_einsum("jib,icb->jic", border_inv, system.evecs)
     kg_r = jnp.einsum("ia,jic->jac", system.xbar, rb).reshape(-1, d1 * p)  # (m0, d1 p)
-    iw, bw = system.sel_idx // p, system.sel_idx % p
-    inv_w = inv[iw, bw]  # (k,)
-    kg_w = inv_w[:, None, None] * system.xbar[iw][:, :, None] * system.evecs[iw, :, bw][:, None, :]
+    moved_row, moved_col = system.sel_idx // p, system.sel_idx % p
+    inv_w = inv[moved_row, moved_col]  # (k,)
+    kg_w = (
+        inv_w[:, None, None]
+        * system.xbar[moved_row][:, :, None]
+        * system.evecs[moved_row, :, moved_col][:, None, :]
+    )
     kg = jnp.concatenate([kg_r, kg_w.reshape(kmax, d1 * p)])  # (m_g, d1 p)
-    gg_rw = system.t_r[:, iw, bw] * inv_w  # (m0, k)
+    gg_rw = system.t_r[:, moved_row, moved_col] * inv_w  # (m0, k)
     m0 = system.t_r.shape[0]
-    gg0 = tin.reshape(m0, -1) @ system.t_rt
+    gg0 = border_inv.reshape(m0, -1) @ system.t_rt
     gg = jnp.block([[gg0, gg_rw], [gg_rw.T, jnp.diag(inv_w)]])
     vals = jnp.concatenate([ksym.reshape(-1), kg.reshape(-1), gg.reshape(-1)])
     dvec = jnp.concatenate(
-        [lam * lay.lam_diag.astype(dtype), e_diag, jnp.zeros((lay.perm.size - lay.na,), dtype)]
+        [lam * maps.lam_diag.astype(dtype), e_diag, jnp.zeros((maps.perm.size - maps.na,), dtype)]
     )
-    s = system.f0 - vals[lay.s_map] + jnp.diag(dvec)
+    s = system.f0 - vals[maps.s_map] + jnp.diag(dvec)
     # a = data z (first d p), omega and the correction columns; c = the multipliers
     # nu (p, 1^T Xi = 0), eta (<V, Xi> = 0) and the vertical ones (m_v).
-    na = lay.na
+    na = maps.na
     s_aa, s_ac, s_cc = s[:na, :na], s[:na, na:], s[na:, na:]
     l_c = jnp.linalg.cholesky(-s_cc)
     t = jax.scipy.linalg.cho_solve((l_c, True), s_ac.T)  # (-S_cc)^{-1} S_ca
     schur = s_aa + s_ac @ t
     l_a = jnp.linalg.cholesky(0.5 * (schur + schur.T))
     ok = jnp.all(e_t > 0) & jnp.all(jnp.isfinite(l_c)) & jnp.all(jnp.isfinite(l_a))
-    om0 = lay.om0
+    om0 = maps.om0
 
     def solve(tg, h_om):
         """Solve (Hess + lam) p = -g on the tangent space, eigen coordinates in and out."""
         tgi = tg * inv
         gb = small_einsum("ib,icb->ic", tgi, system.evecs)
         bk = jnp.einsum("ia,ic->ac", system.xbar, gb).reshape(-1)
-        bg = jnp.concatenate([jnp.einsum("jib,ib->j", system.t_r, tgi), tgi[iw, bw]])
-        b = jnp.concatenate([bk, bg])[lay.perm]
+        bg = jnp.concatenate([jnp.einsum("jib,ib->j", system.t_r, tgi), tgi[moved_row, moved_col]])
+        b = jnp.concatenate([bk, bg])[maps.perm]
         b_a = b[:na].at[om0 : om0 + m_w].add(-h_om)
         b_c = b[na:]
         # S y = b with S_cc negative definite: y_c = S_cc^{-1}(b_c - S_ca y_a)
         rhs_a = b_a + s_ac @ jax.scipy.linalg.cho_solve((l_c, True), b_c)
         y_a = jax.scipy.linalg.cho_solve((l_a, True), rhs_a)
         y_c = -jax.scipy.linalg.cho_solve((l_c, True), b_c - s_ac.T @ y_a)
-        y = jnp.concatenate([y_a, y_c])[lay.iperm]
+        y = jnp.concatenate([y_a, y_c])[maps.iperm]
         yk = y[: d1 * p].reshape(d1, p)
         yg = y[d1 * p :]
         m0 = system.t_r.shape[0]
         ly = small_einsum("ic,icb->ib", system.xbar @ yk, system.evecs) + jnp.einsum(
             "j,jib->ib", yg[:m0], system.t_r
         )
-        ly = ly.at[iw, bw].add(yg[m0:])
+        ly = ly.at[moved_row, moved_col].add(yg[m0:])
         return -(tg + ly) * inv, y_a[om0 : om0 + m_w]
 
     return ok, solve
