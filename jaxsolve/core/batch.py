@@ -24,7 +24,14 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from jaxsolve.core.driver import Solution, _advance, _final, default_tol, is_done, solve
+from jaxsolve.core.driver import (
+    Solution,
+    default_tol,
+    final_solution,
+    is_done,
+    solve,
+    step_until_done,
+)
 from jaxsolve.core.protocol import check_solver, pack
 from jaxsolve.core.validation import check_floating, is_concrete
 
@@ -87,7 +94,7 @@ def _vinit(solver, x0, args, in_axes):
 def _vchunk(solver, state, args, tol, k, limit, args_axis):
     def lane(s, a, kk):
         t = jnp.asarray(tol, s.error.dtype)
-        s, kk, _ = _advance(solver, s, a, t, kk, limit, None)
+        s, kk, _ = step_until_done(solver, s, a, t, kk, limit, None)
         return s, kk, is_done(s, t)
 
     return jax.vmap(lane, in_axes=(0, args_axis, 0))(state, args, k)
@@ -96,7 +103,7 @@ def _vchunk(solver, state, args, tol, k, limit, args_axis):
 @partial(jax.jit, static_argnames=("args_axis",))
 def _vfinal(solver, state, args, tol, k, args_axis):
     def lane(s, a, kk):
-        return _final(solver, s, a, jnp.asarray(tol, s.error.dtype), kk, None)
+        return final_solution(solver, s, a, jnp.asarray(tol, s.error.dtype), kk, None)
 
     return jax.vmap(lane, in_axes=(0, args_axis, 0))(state, args, k)
 
@@ -214,7 +221,7 @@ def run_tail(solver, state, args, k, tol, max_steps: int, running, tail: int):
 
     def one(a):
         s, a_, kk = a
-        s, kk, _ = _advance(solver, s, a_, tol, kk, max_steps, None)
+        s, kk, _ = step_until_done(solver, s, a_, tol, kk, max_steps, None)
         return s, kk
 
     part, kk = jax.lax.map(one, (tree_take(state, idx), tree_take(args, idx), k[idx]))
@@ -224,7 +231,11 @@ def run_tail(solver, state, args, k, tol, max_steps: int, running, tail: int):
 def final_by_chunks(solver, state, args, tol, k, g: int, size: int):
     """The driver's ``finalize`` and final status for every lane, chunk by chunk of
     ``g`` lanes, cut to the first ``size`` lanes (the batch without its padding)."""
-    final = lambda a: jax.vmap(lambda s, q, kk: _final(solver, s, q, tol, kk, None))(*a)  # noqa: E731
+
+    def final(chunk):
+        one = lambda s, q, kk: final_solution(solver, s, q, tol, kk, None)  # noqa: E731
+        return jax.vmap(one)(*chunk)
+
     sol = by_chunks(final, (state, args, k), g)
     return jax.tree.map(lambda v: v[:size], sol)
 

@@ -4,8 +4,9 @@ The loop is compiled once per solver structure and problem shape. Termination an
 the final status follow one rule for every solver (see `solve`).
 
 One module: the compiled while and fixed loops, the host-driven progress loop and the
-implicit-adjoint wrapper all run the same private step and finalization (`_advance`,
-`_final`, which `jaxsolve.core.batch` reuses), so that one rule is written once.
+implicit-adjoint wrapper all run the same stepping and finalization (`step_until_done`,
+`final_solution`, public so that the batching engines of `jaxsolve.core.batch` run
+them too), so that one rule is written once.
 """
 
 from __future__ import annotations
@@ -27,7 +28,16 @@ from jaxsolve.core.protocol import Packed, check_solver, pack, solver_attr
 from jaxsolve.core.status import Status, status_counts, status_message
 from jaxsolve.core.validation import check_floating, check_nonempty, is_concrete
 
-__all__ = ["Solution", "solve", "default_tol", "SolverError", "run_steps"]
+__all__ = [
+    "Solution",
+    "solve",
+    "default_tol",
+    "SolverError",
+    "run_steps",
+    "is_done",
+    "step_until_done",
+    "final_solution",
+]
 
 _DEFAULT_TOL = {
     np.dtype(np.float64): 1e-8,
@@ -178,7 +188,18 @@ def _check_same_types(before, after) -> None:
             )
 
 
-def _final(solver, state, args, tol, num_steps, history, info=None) -> Solution:
+def final_solution(solver, state, args, tol, num_steps, history, info=None) -> Solution:
+    """The `Solution` of a run that ended at ``state``: the driver's one end-of-run rule.
+
+    Calls the solver's ``finalize(state, args, converged)`` (if it has one) with
+    ``converged = error <= tol``, then sets the final status: ``NONFINITE`` if ``x``
+    or ``error`` is not finite, else the solver's own status when it is not
+    ``SUCCESS`` (e.g. ``INFEASIBLE``), else ``SUCCESS`` if ``error <= tol`` and
+    ``MAX_STEPS`` otherwise; that status is also written into the returned state.
+    ``tol`` is a scalar in the dtype of ``state.error``, ``num_steps`` the number of
+    steps taken (int32), ``history``/``info`` the per-step records or None. For one
+    problem (vmap it over lanes); traceable, no host synchronization.
+    """
     converged = state.error <= tol
     finalize = getattr(solver, "finalize", None)
     if finalize is not None:
@@ -210,10 +231,16 @@ def _info_buffer(solver, state, args, options, length):
     return jax.tree.map(empty, info)
 
 
-def _advance(solver, state, args, tol, k, limit, hist, options=None):
-    """Step while ``k < limit`` and not done. One compiled body serves every mode.
+def step_until_done(solver, state, args, tol, k, limit, hist, options=None):
+    """Step ``state`` while ``k < limit`` and not `is_done`; returns ``(state, k, hist)``.
 
-    ``hist`` is None or a pair ``(errors, infos)`` of per-step buffers.
+    The driver's one stepping loop (a ``lax.while_loop``; every mode of `solve` and
+    the batching engines run it). ``k`` is the int32 number of steps already taken,
+    ``limit`` the step count to stop at (both scalars, may be traced), ``tol`` a
+    scalar in the dtype of ``state.error``; a state that is already done is returned
+    unchanged, so a resumed or vmapped lane that finished stays frozen. ``hist`` is
+    None or a pair ``(errors, infos)`` of per-step buffers indexed by ``k``; ``options``
+    the run-time options (a `Packed` or None) passed to ``step``.
     """
 
     def cond(carry):
@@ -240,9 +267,11 @@ def _run_while(solver, x0, args, tol, max_steps_dyn, options, max_steps, record)
     if record:
         errs = jnp.full((max_steps,), jnp.nan, state.error.dtype)
         hist = (errs, _info_buffer(solver, state, args, options, max_steps))
-    state, k, hist = _advance(solver, state, args, tol, jnp.int32(0), max_steps_dyn, hist, options)
+    state, k, hist = step_until_done(
+        solver, state, args, tol, jnp.int32(0), max_steps_dyn, hist, options
+    )
     errs, infos = (None, None) if hist is None else hist
-    return _final(solver, state, args, tol, k, errs, infos)
+    return final_solution(solver, state, args, tol, k, errs, infos)
 
 
 def _run_fixed(solver, x0, args, tol, options, max_steps, freeze, checkpoint):
@@ -268,7 +297,7 @@ def _run_fixed(solver, x0, args, tol, options, max_steps, freeze, checkpoint):
     if freeze:  # as the while loop records them: NaN after the last step
         live = jnp.arange(max_steps) < k
         errs = jnp.where(live, errs, jnp.nan)
-    return _final(solver, state, args, tol, k, errs, infos)
+    return final_solution(solver, state, args, tol, k, errs, infos)
 
 
 @partial(jax.jit, static_argnames=("max_steps", "record", "adjoint"))
@@ -328,13 +357,13 @@ def _init_jit(solver, x0, args):
 @jax.jit
 def _chunk_jit(solver, state, args, tol, k, limit, options):
     tol = jnp.asarray(tol, state.error.dtype)
-    state, k, _ = _advance(solver, state, args, tol, k, limit, None, options)
+    state, k, _ = step_until_done(solver, state, args, tol, k, limit, None, options)
     return state, k, is_done(state, tol)
 
 
 @jax.jit
 def _final_jit(solver, state, args, tol, k):
-    return _final(solver, state, args, jnp.asarray(tol, state.error.dtype), k, None)
+    return final_solution(solver, state, args, jnp.asarray(tol, state.error.dtype), k, None)
 
 
 def run_steps(solver, state, args, num_steps: int):
