@@ -154,9 +154,10 @@ class DRStep(NamedTuple):
 def dr_step(s, q, y, lo_s, hi_s, factors: Factors, sigma, omega) -> DRStep:
     r"""One Douglas-Rachford step $s \mapsto s + \omega(t - z)$ (module docstring).
 
-    ``s``, ``q``, ``lo_s``, ``hi_s`` are ``(..., n + m)`` and ``y`` is ``(..., n)``: a
-    leading batch axis runs the step as matrix-matrix products with the factors shared
-    by every lane (`jaxsolve.layers.project`), each lane computed as alone.
+    ``s``, ``q``, ``lo_s``, ``hi_s`` are ``(..., n + m)`` and ``y`` is ``(..., n)``.
+    `PinetProjection.step` calls it; `jaxsolve.layers.project` vmaps that step over a
+    batch, which makes its products matrix-matrix ones with the factors shared by
+    every lane, each lane computed as alone.
     """
     n = factors.n
     d = factors.d_c.astype(s.dtype)

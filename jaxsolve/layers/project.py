@@ -11,10 +11,10 @@ its multipliers have the right signs to ``tol`` (`jaxsolve.layers.active.polish`
 A lane ends at the first check where either test passes; its outputs are frozen there,
 so a batched call returns, lane for lane, what single calls return. The polish pays
 because Douglas-Rachford identifies the active set well before its iterates reach
-``tol``. The step, the start checks and the certificate are `jaxsolve.layers.pinet`'s
-functions (`dr_step`, `start_infeasible`, `infeasibility_certificate`) on a leading
-batch axis. The loop itself is `jaxsolve.layers._batched`; this module holds the front
-door, its argument checks and the derivatives.
+``tol``. The start, the step and its certificate are the Pinet solver's own
+(`PinetProjection.init` and `PinetProjection.step`, vmapped over the lanes). The loop
+itself is `jaxsolve.layers._batched`; this module holds the front door, its argument
+checks and the derivatives.
 
 Derivatives (implicit function theorem, Pinet, arXiv 2508.10480, section 3.2, extended
 to the constraint data $\theta = (y, b, l, u, lb, ub)$): the forward runs on
@@ -60,7 +60,7 @@ import numpy as np
 from jaxsolve.core import Solution, solve
 from jaxsolve.core.adjoint import implicit_solution
 from jaxsolve.core.validation import check_floating, is_concrete
-from jaxsolve.layers._batched import Config, Out, forward
+from jaxsolve.layers._batched import Config, forward
 from jaxsolve.layers.pinet import (
     PinetProjection,
     ProjectionArgs,
@@ -113,14 +113,12 @@ def _run(cfg: Config, y, b, lo, hi, x0, factors, solver: PinetProjection, tol):
     return sol.x, sol.state.s, sol.status, sol.num_steps, sol.error
 
 
-def _implicit(out: Out, y, b, lo, hi, factors, solver: PinetProjection) -> jax.Array:
-    """``out.x`` with the implicit derivatives of the Pinet solver's optimality
-    condition at each lane's end (`PinetProjection.optimality`), by the driver's
-    adjoint (`jaxsolve.core.adjoint.implicit_solution`), lane by lane."""
-    q = jax.vmap(factors.offset)(jax.lax.stop_gradient(b))
-    zeros = jnp.zeros_like(out.s)
-    state = State(out.x, out.steps, out.error, out.status, out.s, q, zeros, zeros, out.act)
-    sol = Solution(out.x, state, out.status, out.steps, out.error, None, None)
+def _implicit(state: State, y, b, lo, hi, factors, solver: PinetProjection) -> jax.Array:
+    """``state.x`` (each lane's final `State`, from the forward) with the implicit
+    derivatives of the Pinet solver's optimality condition at each lane's end
+    (`PinetProjection.optimality`), by the driver's adjoint
+    (`jaxsolve.core.adjoint.implicit_solution`), lane by lane."""
+    sol = Solution(state.x, state, state.status, state.iter_num, state.error, None, None)
     args = ProjectionArgs(factors, y, b, lo, hi)
     axes = ProjectionArgs(None, 0, 0, 0, 0)
     return implicit_solution(solver, args, sol, batch_axes=axes).x
@@ -164,7 +162,7 @@ def _compute(cfg: Config, batch: tuple, leaves: dict, factors, solver: PinetProj
         # the forward on constant inputs; the derivatives are the implicit rule's
         out = forward(cfg, *jax.lax.stop_gradient((*data, x0, factors, solver, tol)))
         x = _implicit(out, *data, factors, solver)
-        s, status, k, err = out.s, out.status, out.steps, out.error
+        s, status, k, err = out.s, out.status, out.iter_num, out.error
     unflat = lambda a: a.reshape(batch + a.shape[1:]) if batch else a[0]
     if cfg.backward != "unroll" or batch:
         x, s, status, k, err = map(unflat, (x, s, status, k, err))

@@ -8,7 +8,16 @@ import numpy as np
 import pytest
 
 from jaxsolve import Status
-from jaxsolve.layers import Polytope, ProjectionLayer, dc3_simple_qp, factorize, project
+from jaxsolve.core.driver import step_until_done
+from jaxsolve.layers import (
+    Polytope,
+    ProjectionArgs,
+    ProjectionLayer,
+    dc3_simple_qp,
+    factorize,
+    pinet_projection,
+    project,
+)
 from jaxsolve.layers.active import accurate_residual
 from tests.layers._ref import exact_projection
 
@@ -63,6 +72,28 @@ def test_forward_matches_exact_projection_float64(problem):
     # and each point's violation is bounded by error * max(1, |(x, Cx)|_inf)
     scale = np.maximum(1, np.maximum(np.abs(x).max(1), np.abs(x @ data["C"].T).max(1)))
     assert np.all(np.asarray(poly.violation(x)) <= np.asarray(info.error) * scale + 1e-12)
+
+
+def test_batched_forward_runs_the_solvers_own_step(problem):
+    """Without the polish every lane of `project` is the Pinet solver's own iteration
+    (`PinetProjection.init` / `step`, by the driver's loop) run for that lane's steps."""
+    data, y, poly, _ = problem
+    x, info = project(y, poly, tol=1e-9, steps=20000, polish=False, return_info=True)
+    assert np.all(np.asarray(info.status) == Status.SUCCESS)
+    lo, hi, b = poly.lifted_bounds(y.dtype)
+    args = ProjectionArgs(poly.factors, y, b, lo, hi)
+    solver = pinet_projection()
+
+    def lane(y0, a, limit):
+        state = solver.init(y0, a)
+        zero = jnp.zeros((), y0.dtype)  # tol 0: run exactly `limit` steps
+        return step_until_done(solver, state, a, zero, jnp.int32(0), limit, None)[0]
+
+    axes = (0, ProjectionArgs(None, 0, 0, 0, 0), 0)
+    state = jax.jit(jax.vmap(lane, in_axes=axes))(y, args, info.num_steps)
+    np.testing.assert_allclose(np.asarray(state.x), np.asarray(x), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(state.s), np.asarray(info.s), rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(np.asarray(state.iter_num), np.asarray(info.num_steps))
 
 
 @pytest.mark.slow  # a DC3 family against exact projections and single calls (8 s)
