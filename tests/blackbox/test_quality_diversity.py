@@ -89,10 +89,15 @@ def _pycma_evals(fun, x0, sigma0, target, seed, budget):
 
 
 @pytest.mark.parametrize(
-    "name",
-    ["sphere", pytest.param("rosenbrock", marks=pytest.mark.slow)],  # 8 s: test-slow
+    ("name", "factor"),
+    [
+        ("sphere", "eigh"),
+        ("sphere", "cholesky"),
+        pytest.param("rosenbrock", "eigh", marks=pytest.mark.slow),  # 8 s: test-slow
+        pytest.param("rosenbrock", "cholesky", marks=pytest.mark.slow),
+    ],
 )
-def test_cma_es_matches_pycma_evaluations_to_a_target(name):
+def test_cma_es_matches_pycma_evaluations_to_a_target(name, factor):
     """Evaluations to reach f <= 1e-8, medians over 5 seeds: within 1.5x of pycma's
     (pycma has active covariance updates, which jaxsolve's plain CMA-ES lacks)."""
     n, target = 10, 1e-8
@@ -107,7 +112,7 @@ def test_cma_es_matches_pycma_evaluations_to_a_target(name):
     x0 = np.full(n, 1.5) if name == "sphere" else np.zeros(n)
     ours, theirs = [], []
     for seed in range(5):
-        s = cma_es_solver(jfun, n, seed=seed, sigma0=0.5)
+        s = cma_es_solver(jfun, n, seed=seed, sigma0=0.5, factor=factor)
         sol = jaxsolve.solve(s, jnp.asarray(x0), None, tol=0.0, max_steps=1500, history=True)
         best = np.asarray(sol.info["best"])
         hit = np.flatnonzero(best <= target)
@@ -152,11 +157,17 @@ def _ribs_sphere(n, iters, seed):
 
 
 @pytest.mark.slow  # 3 pyribs runs and 2 compiled CMA-MAE loops (20 s)
-def test_cma_mae_tracks_pyribs_and_vmap_over_seeds_equals_the_loop():
+@pytest.mark.parametrize("factor", ["eigh", "cholesky"])
+def test_cma_mae_tracks_pyribs_and_vmap_over_seeds_equals_the_loop(factor):
     n, iters = 20, 60
     mb = n / 2 * 5.12
     mae = cma_mae(
-        solution_dim=n, dims=(50, 50), ranges=[(-mb, mb)] * 2, n_emitters=4, batch_size=12
+        solution_dim=n,
+        dims=(50, 50),
+        ranges=[(-mb, mb)] * 2,
+        n_emitters=4,
+        batch_size=12,
+        factor=factor,
     )
     run = lambda key: mae.run(sphere_linear_projection, mae.init(jnp.zeros(n), key), iters)  # noqa: E731
     keys = jax.random.split(jax.random.key(0), 3)
@@ -185,3 +196,40 @@ def test_cma_mae_tracks_pyribs_and_vmap_over_seeds_equals_the_loop():
         lambda k: es_only.run(sphere_linear_projection, es_only.init(jnp.zeros(n), k), iters)
     )(keys[0])
     assert float(st0.coverage[-1]) < ours_cov.mean()
+
+
+@pytest.mark.parametrize("separable", [False, True])
+def test_cholesky_factor_is_a_square_root_and_whitens(separable):
+    """factor="cholesky" keeps C = L L^T (refreshed every generation), samples N(m, sigma^2 C)
+    from it, and whitens the path with L^-1: ||L^-1 y|| = ||C^-1/2 y|| for every y, so the
+    step-size control sees the same lengths as with the eigendecomposition."""
+    n = 6
+    es_e = cma_es(n, popsize=10, separable=separable, eigen_every=1)
+    es_c = cma_es(n, popsize=10, separable=separable, factor="cholesky")
+    assert es_c.eigen_every == 1
+    fun = lambda X: jnp.sum((X - 1.0) ** 2 * jnp.arange(1, n + 1), axis=1)  # noqa: E731
+    se, sc = es_e.init(jnp.zeros(n)), es_c.init(jnp.zeros(n))
+    key = jax.random.key(3)
+    for _ in range(15):  # the same samples drive both (sep-CMA-ES ignores the factor)
+        key, sub = jax.random.split(key)
+        X = es_e.ask(se, sub)
+        se, sc = es_e.tell(se, X, fun(X)), es_c.tell(sc, X, fun(X))
+    if separable:
+        np.testing.assert_allclose(np.asarray(sc.D), np.asarray(se.D), rtol=1e-12)
+        return
+    C, L = np.asarray(sc.C), np.asarray(sc.B)
+    np.testing.assert_allclose(L @ L.T, C, rtol=1e-12, atol=1e-14)
+    assert np.allclose(L, np.tril(L))
+    y = np.random.default_rng(0).standard_normal(n)
+    w, V = np.linalg.eigh(C)
+    inv_sqrt = V @ np.diag(w**-0.5) @ V.T
+    np.testing.assert_allclose(
+        np.linalg.norm(np.linalg.solve(L, y)), np.linalg.norm(inv_sqrt @ y), rtol=1e-10
+    )
+    # samples are N(m, sigma^2 C): empirical covariance of many asks
+    big = cma_es(n, popsize=20000, factor="cholesky")
+    S = np.asarray(big.ask(sc._replace(mean=jnp.zeros(n), sigma=jnp.float64(1.0)), key))
+    np.testing.assert_allclose(np.cov(S.T), C, atol=0.05 * np.abs(C).max())
+    # scale and condition: pycma's tolx measure and a lower bound of cond(C)
+    assert float(es_c.scale(sc)) == pytest.approx(float(sc.sigma) * np.sqrt(C.diagonal().max()))
+    assert float(es_c.condition(sc)) <= np.linalg.cond(C) * (1 + 1e-9)
