@@ -37,6 +37,26 @@ COLUMNS = (
 )
 
 
+# XLA:CPU's fast-compile options (docs/guide.md, "Compile time"): LLVM at -O0 without its
+# expensive passes, the older loop emitters. For building a row's problem data only (the
+# random draws of a generator, compiled once and never timed): there they cut the
+# compile several times (256 random QPs and an infeasible QP: 4.1 s -> 0.95 s CPU), and
+# the data agree with a default compile to the last bit or one ulp. Solves, whose times
+# the rows report, always compile with the defaults, as users' do.
+FAST_COMPILE = {
+    "xla_backend_optimization_level": 0,
+    "xla_llvm_disable_expensive_passes": True,
+    "xla_cpu_use_fusion_emitters": False,
+}
+
+
+def build(fn):
+    """``jax.jit(fn)`` compiled with `FAST_COMPILE`: for problem data, never a timed solve."""
+    import jax
+
+    return jax.jit(fn, compiler_options=FAST_COMPILE)
+
+
 def row_from_solution(problem, size, solver, sol, seconds, reference="") -> dict:
     """A row from a `jaxsolve.Solution` (single, not batched)."""
     from jaxsolve.core import Status

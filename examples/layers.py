@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import peers.osqp
-from examples._common import main, row_from_solution
+from examples._common import build, main, row_from_solution
 from peers.timing import timed
 
 
@@ -26,9 +26,14 @@ def run(out_dir: pathlib.Path) -> list[dict]:
     # A batch of 48: below 64 the forward runs as one phase (no straggler compaction),
     # which halves its compilation; the batch of 1024 is in bench/results/layers.md.
     batch = 48
-    prob = dc3_simple_qp(jax.random.key(0), 100, 50, 50, num=batch)
+    # the data in one fast-compiled call (`build`), not timed
+    prob, Y = build(
+        lambda k0, k1: (
+            dc3_simple_qp(k0, 100, 50, 50, num=batch),
+            jax.random.normal(k1, (batch, 100), jnp.float64),
+        )
+    )(jax.random.key(0), jax.random.key(1))
     poly = prob.polytope().factorize()
-    Y = jax.random.normal(jax.random.key(1), (batch, 100), jnp.float64)
 
     # 1. a batch of projections, one right-hand side each (the polytope is an argument:
     # closed over, its factors would be constants for XLA to fold)

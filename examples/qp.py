@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import peers.osqp
-from examples._common import main
+from examples._common import build, main
 from jaxsolve.core import Status
 from jaxsolve.qp import problems, solve_qp
 from peers.timing import compile_and_steady, timed
@@ -32,8 +32,8 @@ def _osqp_x(qp):
 
 def random_qp_row(out_dir: pathlib.Path) -> list[dict]:
     """One random QP, with its convergence history, against OSQP."""
-    # the problems are built in one compiled call each, not op by op
-    qp = jax.jit(lambda k: problems.random_qp(k, 30, 60))(jax.random.key(0))
+    # the problems are built in one compiled call each, not op by op, at -O0 (`build`)
+    qp = build(lambda k: problems.random_qp(k, 30, 60))(jax.random.key(0))
     f = jax.jit(lambda qp: solve_qp(qp, tol=1e-8, history=True))
     sol, t = timed(f, qp)
     xr = _osqp_x(qp)
@@ -60,7 +60,7 @@ def random_qp_row(out_dir: pathlib.Path) -> list[dict]:
 def batch_row(out_dir: pathlib.Path) -> list[dict]:
     """256 random float32 QPs in one vmapped solve."""
     keys = jax.random.split(jax.random.key(1), 256)
-    batch = jax.jit(jax.vmap(lambda k: problems.random_qp(k, 20, 40, dtype=jnp.float32)))(keys)
+    batch = build(jax.vmap(lambda k: problems.random_qp(k, 20, 40, dtype=jnp.float32)))(keys)
     g = jax.jit(lambda qp: solve_qp(qp, tol=1e-4))
     bsol, t = timed(g, batch)
     return [
@@ -79,7 +79,7 @@ def batch_row(out_dir: pathlib.Path) -> list[dict]:
 
 def infeasible_row(out_dir: pathlib.Path) -> list[dict]:
     """An infeasible QP: the least-violation point and its certificate."""
-    iqp = jax.jit(lambda k: problems.infeasible_qp(k, 10, 20, k=2))(jax.random.key(2))
+    iqp = build(lambda k: problems.infeasible_qp(k, 10, 20, k=2))(jax.random.key(2))
     h = jax.jit(lambda qp: solve_qp(qp, tol=1e-9, max_steps=3000))
     isol, t = timed(h, iqp)
     viol = np.asarray(isol.state.viol)
