@@ -166,7 +166,7 @@ class CMAES(eqx.Module):
         )
 
     def refresh(self, state: CMAState) -> CMAState:
-        """Recompute the eigensystem $C = B D^2 B^\top$ (or the factor $C = L L^\top$)."""
+        r"""Recompute the eigensystem $C = B D^2 B^\top$ (or the factor $C = L L^\top$)."""
         if self.separable:
             return state._replace(D=jnp.sqrt(jnp.maximum(state.C, 0)))
         if self.factor == "cholesky":

@@ -123,11 +123,11 @@ def _features(Y, anchors, active):
 
 
 def importance_scores(params, X, y, Y, anchors, active, dropout: float = 0.1):
-    """SparseEval's swap scores for the proxy ``params`` on training answers ``X``.
+    r"""SparseEval's swap scores for the proxy ``params`` on training answers ``X``.
 
-    Returns ``(ais, cis)``: ``ais[a]`` $= \frac1M\\sum_m |\\partial L/\\partial X_{ma}|$
+    Returns ``(ais, cis)``: ``ais[a]`` $= \frac1M\sum_m |\partial L/\partial X_{ma}|$
     (``+inf`` in inactive slots, so never removed) and ``cis[j]``
-    $= |\\sum_m (Y_{mj} - \frac12)(f(X_m) - y_m)|$ (``-1`` for current anchors, so
+    $= |\sum_m (Y_{mj} - \frac12)(f(X_m) - y_m)|$ (``-1`` for current anchors, so
     never re-added), with $L$ the (dropout-free) training MSE. The shapes are
     checked (``X`` ``(M, k_max)``, ``y`` ``(M,)``, ``Y`` ``(M, N)``, ``anchors`` and
     ``active`` ``(k_max,)``), naming the argument.

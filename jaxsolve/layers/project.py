@@ -31,13 +31,9 @@ Pinet solver's optimality condition at each lane's end
   forward.
 * ``"bicgstab"``, ``"gmres"``, ``"fixed_point"``: Pinet's form, at the fixed point
   $s^\star = T(s^\star; \theta)$ of the Douglas-Rachford map with
-  $x = D_x[P s^\star + W b]_x$: for $\bar z = (D_x \bar x, 0)$
-
-  $$
-  (I - \partial_s T^\top)\,\xi = P \bar z, \qquad
-  \bar\theta = \partial_\theta T^\top \xi + (0, W^\top \bar z, 0, \dots),
-  $$
-
+  $x = D_x[P s^\star + W b]_x$: for $\bar z = (D_x \bar x, 0)$, the adjoint system
+  $(I - \partial_s T^\top)\,\xi = P \bar z$ gives
+  $\bar\theta = \partial_\theta T^\top \xi + (0, W^\top \bar z, 0, \dots)$,
   solved matrix-free per example (BiCGSTAB, GMRES, or fixed-point sweeps
   $\xi \leftarrow \partial_s T^\top \xi + P\bar z$, Pinet's ``fpi``). At the
   same active set both give the same derivative.

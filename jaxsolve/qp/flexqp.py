@@ -617,11 +617,13 @@ def flexqp(
     Ruiz-equilibrated problem:
 
     $$
+    \begin{gathered}
     (P + \sigma I + A^\top R A)\,\tilde x = \sigma x^k - q + A^\top(R z^k - y^k),\quad
     \hat z = \alpha A\tilde x + (1-\alpha) z^k,\quad x^{k+1} = \alpha\tilde x + (1-\alpha)x^k,
-
+    \\
     v = \hat z + R^{-1} y^k,\quad z^{k+1} = \operatorname{prox}_{\mu R^{-1}\mathrm{dist}}(v),
     \quad y^{k+1} = R (v - z^{k+1}),
+    \end{gathered}
     $$
 
     so $|y_i| \le \mu_i$ always: the elastic weight clips the dual box, as in
