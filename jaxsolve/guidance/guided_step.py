@@ -52,7 +52,7 @@ def guidance_energy(
     """
     if not callable(feature_fn):
         raise TypeError(f"feature_fn must be callable, got {type(feature_fn).__name__}")
-    _check_latent("z", z)
+    check_latent("z", z)
     _check_lam(lam)
     e = feature_energy(feature_fn(z), reference, **energy_options)
     if pivot is not None:
@@ -65,7 +65,7 @@ def guidance_energy(
     return e
 
 
-def _check_latent(name, z) -> None:
+def check_latent(name, z) -> None:
     """A latent (or pivot): a real floating-point array (dtype only: fine when traced)."""
     dtype = jnp.result_type(z)
     if not jnp.issubdtype(dtype, jnp.floating):
@@ -102,7 +102,7 @@ def _check_common(feature_fn, reference, pivot, lam, energy_options):
     _check_lam(lam)
     if pivot is not None:
         check_floating("pivot", pivot)
-        _check_latent("pivot", pivot)
+        check_latent("pivot", pivot)
         _check_finite("pivot", pivot)
     if energy_options.get("mask_ref") is not None:
         _as_mask(
@@ -207,7 +207,7 @@ def guided_step(
         def energy(z):
             return guidance_energy(z, phi, reference, pivot=pivot, lam=lam, **energy_options)
 
-        _check_latent("z", z)
+        check_latent("z", z)
         z_next = step_fn(z, t, *extra)
         dt = jnp.result_type(z_next)
         if jnp.shape(z_next) != jnp.shape(z):

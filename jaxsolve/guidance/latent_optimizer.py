@@ -13,7 +13,7 @@ import numpy as np
 import jaxsolve
 from jaxsolve.core.validation import is_concrete
 from jaxsolve.guidance.energy import check_options
-from jaxsolve.guidance.guided_step import _check_latent, check_weights, guidance_energy
+from jaxsolve.guidance.guided_step import check_latent, check_weights, guidance_energy
 
 __all__ = ["LatentOptimizer", "latent_optimizer", "State"]
 
@@ -86,7 +86,7 @@ class LatentOptimizer(jaxsolve.AbstractSolver):
                 "args must be the pair (reference, pivot) (pivot may be None), got "
                 + ("an array" if hasattr(args, "shape") else type(args).__name__)
             )
-        _check_latent("x0", x0)
+        check_latent("x0", x0)
         g = self._grad(x0, args)
         return State(x0, jnp.int32(0), jnp.linalg.norm(g.ravel()), jnp.int32(0))
 

@@ -171,7 +171,7 @@ class AAPGA(jaxsolve.AbstractSolver):
         dtype = x0.dtype
         x = constraint.project(x0)
         z = f.modular(x)
-        value = f._from_z(z)
+        value = f.value_from_z(z)
         g = f.grad_from_z(z)
         gap = frank_wolfe_gap(f, constraint, x, g)
         if self.lipschitz is None:
@@ -214,7 +214,7 @@ class AAPGA(jaxsolve.AbstractSolver):
         if self.accelerated:
             y = jnp.clip(x + ((t - 1) / t_next) * (x - state.previous), 0, 1)
             zy = f.modular(y)
-            f_y, g_y = f._from_z(zy), f.grad_from_z(zy)
+            f_y, g_y = f.value_from_z(zy), f.grad_from_z(zy)
             grads, values = grads + 1, values + 1
         else:
             y, f_y, g_y = x, state.iterate_value, state.grad
@@ -224,7 +224,7 @@ class AAPGA(jaxsolve.AbstractSolver):
         def trial(L):
             xp = self._project(constraint, y + g_y / L, state.iter_num)
             zp = f.modular(xp)
-            fp = f._from_z(zp)
+            fp = f.value_from_z(zp)
             d = xp - y
             model = f_y + jnp.dot(g_y, d) - 0.5 * L * jnp.dot(d, d)
             noise = 100 * eps * jnp.maximum(jnp.abs(fp), jnp.abs(f_y))

@@ -332,7 +332,8 @@ class SCM(eqx.Module):
         """$z = Mx$, the modular part."""
         return self.M @ x.astype(self.weights.dtype)
 
-    def _from_z(self, z):
+    def value_from_z(self, z):
+        r"""$\sum_i w_i \phi(z_i)$ at $z = Mx$ (the value `grad_from_z` differentiates)."""
         # dot products rather than sum/vdot: batch-invariant rounding, so a vmapped solve
         # follows the same iterates as a single one
         return jnp.dot(self.weights, self.phi.value(z, self.cap))
@@ -340,7 +341,7 @@ class SCM(eqx.Module):
     def extension(self, x: Float[Array, " n"]) -> Float[Array, ""]:
         r"""The concave extension $F(x) = \sum_i w_i \phi((Mx)_i)$ ($= f$ on 0/1 points)."""
         _check_items("x", x, self.n)
-        return self._from_z(self.modular(x))
+        return self.value_from_z(self.modular(x))
 
     def value(self, S) -> Float[Array, ""]:
         """$f(S)$ for a 0/1 or boolean indicator vector `S` of shape `(n,)` (checked)."""
@@ -355,7 +356,7 @@ class SCM(eqx.Module):
         """`(F(x), g(x))` sharing the one product $Mx$."""
         _check_items("x", x, self.n)
         z = self.modular(x)
-        return self._from_z(z), self.grad_from_z(z)
+        return self.value_from_z(z), self.grad_from_z(z)
 
     def grad_from_z(self, z):
         """$M^\\top(w \\odot \\phi'_+(z))$ for a known $z = Mx$."""
