@@ -66,7 +66,17 @@ __all__ = [
 
 
 class State(NamedTuple):
-    """The minimal state; solvers define their own NamedTuple with these fields first."""
+    """The minimal state; solvers define their own NamedTuple with these fields first.
+
+    Attributes:
+        x: the iterate, any pytree (its structure, shapes and dtypes fixed by ``init``).
+        iter_num: int32 scalar, the number of ``step`` calls made so far.
+        error: real scalar in the iterate's dtype, the solver's own optimality measure
+            (the driver stops once it is at most ``tol``).
+        status: int32 scalar `Status` code: ``SUCCESS`` (0) while nothing terminal
+            happened; a solver sets ``INFEASIBLE``/``UNBOUNDED``/``BREAKDOWN`` itself to
+            stop the loop.
+    """
 
     x: Any
     iter_num: jax.Array
@@ -214,9 +224,9 @@ class Packed:
         self.static = static
 
     def unpack(self):
-        it = iter(self.leaves)
-        st = iter(self.static.statics)
-        full = [next(it) if dyn else next(st) for dyn in self.static.mask]
+        dynamic = iter(self.leaves)
+        static = iter(self.static.statics)
+        full = [next(dynamic) if dyn else next(static) for dyn in self.static.mask]
         return jax.tree.unflatten(self.static.treedef, full)
 
     def __getattr__(self, name):
