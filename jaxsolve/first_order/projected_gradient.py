@@ -86,9 +86,10 @@ class PGState(NamedTuple):
         error: gradient-mapping norm at ``x``.
         status: ``BREAKDOWN`` if a line search ran out of trials, else ``SUCCESS``.
         y: the extrapolated point (``x`` without acceleration).
-        f_y, g_y: objective value and gradient at ``y``.
-        f_x: objective value at ``x``.
-        momentum: FISTA's $t_k$.
+        f_y: objective value at ``y`` (real scalar, the iterate's dtype).
+        g_y: gradient at ``y`` (a pytree shaped like ``x``).
+        f_x: objective value at ``x`` (what ``restart="function"`` compares).
+        momentum: FISTA's $t_k$ (real scalar; 1 after a restart).
         lipschitz: the current estimate $L$ (the step size is $1/L$).
     """
 
@@ -105,7 +106,13 @@ class PGState(NamedTuple):
 
 
 class PGInfo(NamedTuple):
-    """Per-step diagnostics: the accepted $L$, line-search trials, restart flag."""
+    """Per-step diagnostics of `projected_gradient` (``Solution.info`` with ``history=True``).
+
+    Attributes:
+        lipschitz: the $L$ the step used (accepted by the line search, or $1/$``stepsize``).
+        trials: int32, the line-search trials the step took (1 with a fixed step).
+        restarted: bool, whether the momentum was reset at this step.
+    """
 
     lipschitz: jax.Array
     trials: jax.Array
@@ -156,12 +163,12 @@ def _grad_map_norm(projection, x, g, L, pargs, split_args):
 def _probe_lipschitz(fun, x, g, fargs, dtype):
     """Curvature along the gradient: ``||grad f(x + h v) - grad f(x)|| / h``, ``v = g/||g||``."""
     x, g = sg(x), sg(g)
-    gn = optax.tree.norm(g)
+    g_norm = optax.tree.norm(g)
     h = 1e-3 * (1 + optax.tree.norm(x))
-    v = jax.tree.map(lambda u: u / jnp.where(gn > 0, gn, 1), g)
-    _, g2 = _value_and_grad(fun, _axpy(h, v, x), fargs, dtype)
-    L = optax.tree.norm(optax.tree.sub(g2, g)) / h
-    ok = jnp.isfinite(L) & (L > jnp.finfo(dtype).tiny ** 0.5) & (gn > 0)
+    v = jax.tree.map(lambda u: u / jnp.where(g_norm > 0, g_norm, 1), g)
+    _, g_probe = _value_and_grad(fun, _axpy(h, v, x), fargs, dtype)
+    L = optax.tree.norm(optax.tree.sub(g_probe, g)) / h
+    ok = jnp.isfinite(L) & (L > jnp.finfo(dtype).tiny ** 0.5) & (g_norm > 0)
     return jnp.where(ok, L, jnp.ones((), dtype)).astype(dtype)
 
 
@@ -172,35 +179,37 @@ def _backtrack(fun, projection, y, f_y, g_y, L0, fargs, pargs, increase, *, spli
     eps = jnp.finfo(dtype).eps
 
     def trial(L):
-        xp = _project(projection, _axpy(-1 / L, g_y, y), pargs, split_args)
-        d = optax.tree.sub(xp, y)
-        fp, gp = _value_and_grad(fun, xp, fargs, dtype)
-        dd = optax.tree.norm(d, squared=True)
-        ddp = jnp.where(dd > 0, dd, 1)
-        delta = fp - f_y - optax.tree.vdot(g_y, d)
-        reliable = jnp.abs(delta) >= 100 * eps * jnp.maximum(jnp.abs(fp), jnp.abs(f_y))
+        x_trial = _project(projection, _axpy(-1 / L, g_y, y), pargs, split_args)
+        d = optax.tree.sub(x_trial, y)
+        f_trial, g_trial = _value_and_grad(fun, x_trial, fargs, dtype)
+        d_sq = optax.tree.norm(d, squared=True)
+        d_sq_safe = jnp.where(d_sq > 0, d_sq, 1)
+        delta = f_trial - f_y - optax.tree.vdot(g_y, d)
+        reliable = jnp.abs(delta) >= 100 * eps * jnp.maximum(jnp.abs(f_trial), jnp.abs(f_y))
         local = jnp.where(
-            reliable, 2 * delta / ddp, optax.tree.vdot(optax.tree.sub(gp, g_y), d) / ddp
+            reliable,
+            2 * delta / d_sq_safe,
+            optax.tree.vdot(optax.tree.sub(g_trial, g_y), d) / d_sq_safe,
         )
         # d = 0: y is already a fixed point of the step, nothing to check
-        local = jnp.where(dd > 0, local, jnp.zeros_like(local))
-        return xp, fp, gp, local
+        local = jnp.where(d_sq > 0, local, jnp.zeros_like(local))
+        return x_trial, f_trial, g_trial, local
 
     # One traced copy of the trial (smaller program, faster compile): k = 0 is the first try.
-    def cond(c):
-        L, _, _, _, local, k = c
+    def cond(carry):
+        L, _, _, _, local, k = carry
         return (k == 0) | ((local > L) & (k < max_trials))
 
-    def body(c):
-        L, _, _, _, local, k = c
+    def body(carry):
+        L, _, _, _, local, k = carry
         L = jnp.where(k == 0, L, jnp.maximum(local, increase * L))
-        xp, fp, gp, local = trial(L)
-        return L, xp, fp, gp, local, k + 1
+        x_trial, f_trial, g_trial, local = trial(L)
+        return L, x_trial, f_trial, g_trial, local, k + 1
 
     init = (L0, y, f_y, g_y, jnp.asarray(jnp.inf, dtype), jnp.int32(0))
-    L, xp, fp, gp, local, k = jax.lax.while_loop(cond, body, init)
+    L, x_trial, f_trial, g_trial, local, k = jax.lax.while_loop(cond, body, init)
     failed = local > L  # NaN is not a failure of the search: the driver reports NONFINITE
-    return L, xp, fp, gp, k, failed
+    return L, x_trial, f_trial, g_trial, k, failed
 
 
 class ProjectedGradient(AbstractSolver):
@@ -318,23 +327,23 @@ class ProjectedGradient(AbstractSolver):
             beta = jnp.where(restarted, 0, (t - 1) / t_next).astype(dtype)
             t_next = jnp.where(restarted, 1, t_next).astype(dtype)
             y_next = _axpy(beta, optax.tree.sub(x_new, state.x), x_new)
-            f_yn, g_yn = _value_and_grad(fun, y_next, fargs, dtype)
+            f_y_next, g_y_next = _value_and_grad(fun, y_next, fargs, dtype)
         else:
             restarted = jnp.asarray(False)
             t_next = t
             y_next = x_new
             if backtracking:  # the line search's gradient is not differentiable: recompute
-                f_yn, g_yn = _value_and_grad(fun, x_new, fargs, dtype)
+                f_y_next, g_y_next = _value_and_grad(fun, x_new, fargs, dtype)
             else:
-                f_yn, g_yn = f_new, g_new
+                f_y_next, g_y_next = f_new, g_new
         new = PGState(
             x=x_new,
             iter_num=state.iter_num + 1,
             error=err.astype(dtype),
             status=status,
             y=y_next,
-            f_y=f_yn,
-            g_y=g_yn,
+            f_y=f_y_next,
+            g_y=g_y_next,
             f_x=sg(f_new),
             momentum=t_next,
             lipschitz=L.astype(dtype),

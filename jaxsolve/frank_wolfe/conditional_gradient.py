@@ -47,35 +47,73 @@ VARIANTS = ("vanilla", "away", "pairwise")
 
 
 class FWState(NamedTuple):
+    r"""State of `frank_wolfe`.
+
+    Attributes:
+        x: the iterate, a pytree shaped like ``x0`` (a convex combination of ``x0`` and
+            oracle vertices, so it stays in $C$).
+        iter_num: int32 scalar, steps taken.
+        error: the certified bound $f(x_t) - \max_{i \le t}(f(x_i) - g_i)$ on
+            $f(x_t) - f^\star$ (`certified_error`), at most ``fw_gap``.
+        status: int32 `Status`: ``BREAKDOWN`` for an infeasible start or a full active
+            set, else ``SUCCESS``.
+        value: $f(x_t)$, real scalar.
+        grad: $\nabla f(x_t)$, a pytree shaped like ``x``.
+        vertex: the oracle's answer $v_t = \mathrm{LMO}(\nabla f(x_t))$, shaped like ``x``.
+        fw_gap: the Frank-Wolfe gap $g_t = \langle\nabla f(x_t), x_t - v_t\rangle$.
+        lower: the best certified lower bound on $f^\star$ so far, $\max_i (f(x_i) - g_i)$
+            (and ``pd_lower`` with ``step="primal_dual"``).
+        pd_lower: the lower bound $W$ the primal-dual short step moves
+            (`jaxsolve.frank_wolfe.steps.primal_dual_short_step`); equals the first
+            ``lower`` under the other rules.
+        lipschitz: the smoothness estimate $L$ (updated by ``step="backtracking"``, the
+            given constant otherwise; 0 when no rule needs it).
+        weights: ``(capacity,)`` convex weights of the active atoms (away/pairwise; one
+            slot holding 1 for ``"vanilla"``).
+        atoms: ``(capacity, n)`` the active atoms, each a flattened iterate of size ``n``
+            (``(1, 1)`` unused for ``"vanilla"``).
+        num_oracle: int32, LMO calls so far.
+        num_fun: int32, evaluations of ``fun`` (each with its gradient, or a value in
+            the line search).
+    """
+
     x: Any
     iter_num: jax.Array
-    error: jax.Array  # certified upper bound on f(x) - f*
+    error: jax.Array
     status: jax.Array
-    value: jax.Array  # f(x)
+    value: jax.Array
     grad: Any
-    vertex: Any  # LMO(grad)
+    vertex: Any
     fw_gap: jax.Array
-    lower: jax.Array  # best certified lower bound on f*
-    pd_lower: jax.Array  # lower bound W driving the primal-dual short step
-    lipschitz: jax.Array  # current smoothness estimate (backtracking) or the given L
-    weights: jax.Array  # (capacity,) convex weights of the active atoms (away/pairwise)
-    atoms: jax.Array  # (capacity, n) flattened atoms
-    num_oracle: jax.Array  # LMO calls so far
-    num_fun: jax.Array  # evaluations of f (or f and its gradient)
+    lower: jax.Array
+    pd_lower: jax.Array
+    lipschitz: jax.Array
+    weights: jax.Array
+    atoms: jax.Array
+    num_oracle: jax.Array
+    num_fun: jax.Array
 
 
 class FWInfo(NamedTuple):
+    r"""Per-step diagnostics of `frank_wolfe` (``Solution.info`` with ``history=True``).
+
+    Attributes:
+        gamma: the step size taken, in $[0, \gamma_{\max}]$.
+        kind: int32, the step taken: 0 Frank-Wolfe, 1 away, 2 pairwise.
+        slope: $-\langle\nabla f(x_t), d\rangle \ge 0$ along the chosen direction $d$
+            (the FW gap for a Frank-Wolfe step).
+    """
+
     gamma: jax.Array
-    kind: jax.Array  # 0 Frank-Wolfe step, 1 away step, 2 pairwise step
+    kind: jax.Array
     slope: jax.Array
 
 
 def certified_error(f, lower, gap):
     """``min(gap, f - lower)``, the certified bound on ``f - f*``; where ``f - lower`` is
     below the current gap, the rounding of the bounds ``f_i - g_i``,
-    ``eps (|f| + |lower|)``, is added, so cancellation cannot drive it to 0 (at
-    ``f ~ 1e300`` a gap of ``1e150`` vanished in ``f - (f - gap)``: SUCCESS at the start,
-    far from the minimum). At an exact optimum (``gap = 0``) it stays 0."""
+    ``eps (|f| + |lower|)``, is added: at large ``|f|`` the difference ``f - (f - gap)``
+    cancels to 0 and would fake convergence. At an exact optimum (``gap = 0``) it stays 0."""
     eps = jnp.finfo(jnp.result_type(f)).eps
     err = f - lower
     slack = jnp.where(err < gap, eps * (jnp.abs(f) + jnp.abs(lower)), 0)
@@ -92,15 +130,15 @@ def _evaluate(fun, lmo, x, args):
 def start_status(lmo, x0, variant):
     """``SUCCESS`` when ``x0`` lies in the set, else ``BREAKDOWN``: Frank-Wolfe keeps its
     iterates in ``C`` only as convex combinations of a feasible start and vertices, and
-    its certified gap is a bound only there (an infeasible start gave SUCCESS with an
-    infeasible ``x`` and a gap of 0 or below). The start is checked, not projected;
+    its certified gap is a bound only there (from an infeasible start it can read 0 at an
+    infeasible ``x``). The start is checked, not projected;
     an LMO without a membership test (``LMO.violation`` is ``None``) is not checked."""
     viol = lmo.violation(x0)
     if viol is None:
         return jnp.int32(Status.SUCCESS)
     flat, _ = ravel_pytree(x0)
-    thr = 10.0 * jnp.sqrt(jnp.finfo(flat.dtype).eps) * (1.0 + jnp.max(jnp.abs(flat)))
-    ok = viol <= thr  # NaN: not ok
+    threshold = 10.0 * jnp.sqrt(jnp.finfo(flat.dtype).eps) * (1.0 + jnp.max(jnp.abs(flat)))
+    ok = viol <= threshold  # NaN: not ok
     return jnp.where(ok, jnp.int32(Status.SUCCESS), jnp.int32(Status.BREAKDOWN)).astype(jnp.int32)
 
 
@@ -140,14 +178,14 @@ class FrankWolfe(AbstractSolver):
         num_fun = jnp.int32(1)
         L = hyper(self.lipschitz, dtype)
         if self.rule == "backtracking":
-            # Initial estimate (FrankWolfe.jl / Pedregosa et al.): a gradient difference
-            # along the first FW direction; the factory's value, when given, wins.
+            # Initial estimate (as FrankWolfe.jl and Pedregosa et al. 2020 do): a gradient
+            # difference along the first FW direction; the factory's value, when given, wins.
             d = optax.tree.sub(v, x0)
-            eps = jnp.asarray(1e-3, dtype)
-            g2 = jax.grad(self.fun)(optax.tree.add_scale(x0, eps, d), args)
-            nd = jnp.sqrt(optax.tree.vdot(d, d))
-            dg = optax.tree.sub(g2, g)
-            est = jnp.sqrt(optax.tree.vdot(dg, dg)) / jnp.where(nd > 0, eps * nd, 1.0)
+            h = jnp.asarray(1e-3, dtype)
+            g_probe = jax.grad(self.fun)(optax.tree.add_scale(x0, h, d), args)
+            d_norm = jnp.sqrt(optax.tree.vdot(d, d))
+            g_diff = optax.tree.sub(g_probe, g)
+            est = jnp.sqrt(optax.tree.vdot(g_diff, g_diff)) / jnp.where(d_norm > 0, h * d_norm, 1.0)
             est = jnp.where(jnp.isfinite(est) & (est > 0), est, 1.0)
             L = jnp.where(L > 0, L, est)
             num_fun = num_fun + 1
@@ -170,21 +208,21 @@ class FrankWolfe(AbstractSolver):
             num_fun=num_fun,
         )
 
-    def _choose_gamma(self, state, args, d, slope, sq, gmax):
+    def _choose_gamma(self, state, args, d, slope, d_sq, gamma_max):
         fun, step = self.fun, self.rule
         dtype = jnp.result_type(state.value)
         L = state.lipschitz
         extra = jnp.int32(0)
         f_new = None
         if step == "open_loop":
-            gamma = _steps.open_loop_step(state.iter_num, gmax, hyper(self.ell, dtype))
+            gamma = _steps.open_loop_step(state.iter_num, gamma_max, hyper(self.ell, dtype))
         elif step == "short":
-            gamma = _steps.short_step(slope, sq, L, gmax)
+            gamma = _steps.short_step(slope, d_sq, L, gamma_max)
         elif step == "exact":
-            gamma = _steps.exact_quadratic_step(fun, state.x, d, args, slope, gmax)
+            gamma = _steps.exact_quadratic_step(fun, state.x, d, args, slope, gamma_max)
         elif step == "primal_dual":
             G = state.value - state.pd_lower
-            gamma = _steps.primal_dual_short_step(G, state.fw_gap, slope, sq, L, gmax)
+            gamma = _steps.primal_dual_short_step(G, state.fw_gap, slope, d_sq, L, gamma_max)
         else:  # backtracking
             gamma, L, f_new, extra = _steps.backtracking_step(
                 fun,
@@ -193,9 +231,9 @@ class FrankWolfe(AbstractSolver):
                 args,
                 state.value,
                 slope,
-                sq,
+                d_sq,
                 L,
-                gmax,
+                gamma_max,
                 eta=hyper(self.eta, dtype),
                 tau=hyper(self.tau, dtype),
             )
@@ -210,32 +248,36 @@ class FrankWolfe(AbstractSolver):
         fw_gap = state.fw_gap
         status = state.status
         if variant == "vanilla":
-            d, slope, gmax, kind = fw_dir, fw_gap, jnp.asarray(1.0, dtype), jnp.int32(0)
+            d, slope, gamma_max, kind = fw_dir, fw_gap, jnp.asarray(1.0, dtype), jnp.int32(0)
         else:
             flat_x, unravel = ravel_pytree(x)
             flat_g, _ = ravel_pytree(g)
             flat_v, _ = ravel_pytree(v)
             active = state.weights > 0
             scores = jnp.where(active, state.atoms @ flat_g, -jnp.inf)
-            ia = jnp.argmax(scores)
-            lam_a = state.weights[ia]
-            away_gap = scores[ia] - jnp.vdot(flat_g, flat_x)
-            a_vec = state.atoms[ia]
+            i_away = jnp.argmax(scores)
+            weight_away = state.weights[i_away]
+            away_gap = scores[i_away] - jnp.vdot(flat_g, flat_x)
+            away_atom = state.atoms[i_away]
             if variant == "away":
                 use_fw = fw_gap >= away_gap
-                d_flat = jnp.where(use_fw, flat_v - flat_x, flat_x - a_vec)
+                d_flat = jnp.where(use_fw, flat_v - flat_x, flat_x - away_atom)
                 slope = jnp.where(use_fw, fw_gap, away_gap)
-                away_max = jnp.where(lam_a < 1, lam_a / jnp.where(lam_a < 1, 1 - lam_a, 1.0), 0.0)
-                gmax = jnp.where(use_fw, 1.0, away_max).astype(dtype)
+                away_max = jnp.where(
+                    weight_away < 1,
+                    weight_away / jnp.where(weight_away < 1, 1 - weight_away, 1.0),
+                    0.0,
+                )
+                gamma_max = jnp.where(use_fw, 1.0, away_max).astype(dtype)
                 kind = jnp.where(use_fw, 0, 1).astype(jnp.int32)
             else:
-                d_flat = flat_v - a_vec
+                d_flat = flat_v - away_atom
                 slope = fw_gap + away_gap
-                gmax = lam_a.astype(dtype)
+                gamma_max = weight_away.astype(dtype)
                 kind = jnp.int32(2)
             d = unravel(d_flat)
-        sq = optax.tree.vdot(d, d)
-        gamma, L, extra = self._choose_gamma(state, args, d, slope, sq, gmax)
+        d_sq = optax.tree.vdot(d, d)
+        gamma, L, extra = self._choose_gamma(state, args, d, slope, d_sq, gamma_max)
 
         if variant == "vanilla":
             x_new = optax.tree.add_scale(x, gamma, d)
@@ -244,20 +286,22 @@ class FrankWolfe(AbstractSolver):
             match = jnp.all(state.atoms == flat_v, axis=1) & active
             free = ~active
             found = jnp.any(match)
-            iv = jnp.where(found, jnp.argmax(match), jnp.argmax(free))
+            i_vertex = jnp.where(found, jnp.argmax(match), jnp.argmax(free))
             full = ~found & ~jnp.any(free)
             needs_v = (kind != 1) & (gamma > 0)
             status = jnp.where(needs_v & full, jnp.int32(Status.BREAKDOWN), status)
             w = state.weights
-            atoms = jnp.where(needs_v & ~found & ~full, state.atoms.at[iv].set(flat_v), state.atoms)
-            e_v = jax.nn.one_hot(iv, w.shape[0], dtype=w.dtype)
-            e_a = jax.nn.one_hot(ia, w.shape[0], dtype=w.dtype)
+            atoms = jnp.where(
+                needs_v & ~found & ~full, state.atoms.at[i_vertex].set(flat_v), state.atoms
+            )
+            e_v = jax.nn.one_hot(i_vertex, w.shape[0], dtype=w.dtype)
+            e_a = jax.nn.one_hot(i_away, w.shape[0], dtype=w.dtype)
             w_fw = (1 - gamma) * w + gamma * e_v
             w_away = (1 + gamma) * w - gamma * e_a
             w_pair = w + gamma * (e_v - e_a)
             w_new = jnp.where(kind == 0, w_fw, jnp.where(kind == 1, w_away, w_pair))
             # a drop step removes the away atom exactly; rounding must not leave dust
-            at_max = (kind != 0) & (gamma >= gmax)
+            at_max = (kind != 0) & (gamma >= gamma_max)
             w_new = jnp.where(at_max & (e_a > 0), 0.0, w_new)
             w_new = jnp.where(w_new > 0, w_new, 0.0)
             w_new = w_new / jnp.sum(w_new)
@@ -317,10 +361,12 @@ def frank_wolfe(
         fun: objective ``fun(x, args) -> scalar``, ``x`` any pytree.
         lmo: linear minimization oracle over the feasible set.
         step: ``"open_loop"`` ($\ell/(t+\ell)$), ``"short"`` (needs ``lipschitz``),
-            ``"backtracking"`` (Pedregosa et al. 2020; ``lipschitz`` is the initial
+            ``"backtracking"`` (Pedregosa, Négiar, Askari & Jaggi, AISTATS 2020;
+            ``lipschitz`` is the initial
             estimate, estimated from a gradient difference if omitted), ``"exact"``
             (quadratic ``fun``), ``"primal_dual"`` (the generalized short step of
-            Martínez-Rubio & Pokutta 2026, needs ``lipschitz``); see
+            Martínez-Rubio & Pokutta, "Beyond Short Steps in Frank-Wolfe Algorithms",
+            ICLR 2026, arXiv 2501.18773; needs ``lipschitz``); see
             `jaxsolve.frank_wolfe.steps`.
         variant: ``"vanilla"``, ``"away"`` or ``"pairwise"`` (the last two need a
             polytope oracle and converge linearly for strongly convex ``fun``;
@@ -328,7 +374,7 @@ def frank_wolfe(
         lipschitz: smoothness constant $L$ of ``fun`` (a hyperparameter leaf).
         capacity: active-set slots for ``"away"``/``"pairwise"`` (static).
         ell: open-loop constant, step $\ell/(t+\ell)$ (hyperparameter leaf).
-        eta: backtracking: the previous $L$ is multiplied by ``eta <= 1`` first.
+        eta: backtracking: each step first tries ``eta`` (``<= 1``) times the last $L$.
         tau: backtracking: factor ``> 1`` that increases $L$ after a rejection.
 
     Returns:

@@ -49,20 +49,46 @@ __all__ = ["optimistic_frank_wolfe", "OptimisticFrankWolfe", "OptimisticState"]
 
 
 class OptimisticState(NamedTuple):
+    r"""State of `optimistic_frank_wolfe`.
+
+    Attributes:
+        x: the iterate, a pytree shaped like ``x0`` (a convex combination of ``x0`` and
+            oracle vertices).
+        iter_num: int32 scalar, steps taken $t$.
+        error: the certified primal-dual gap $f(x_t) - \max_{s \le t} L_s$ (with the
+            rounding slack of the module docstring).
+        status: int32 `Status`: ``BREAKDOWN`` for an infeasible start, else ``SUCCESS``.
+        value: $f(x_t)$, real scalar.
+        grad: $\nabla f(x_t)$, shaped like ``x``.
+        agg_grad: $\sum_{i \le t} a_i \nabla f(x_i)$, shaped like ``x``.
+        agg_const: $\sum_{i \le t} a_i (f(x_i) - \langle\nabla f(x_i), x_i\rangle)$, the
+            constant part of the aggregated lower models.
+        weight_sum: $A_t = \sum_{i \le t} a_i$.
+        lower: the best lower bound on $f^\star$ so far, $\max_{s \le t} L_s$.
+        num_oracle: int32, LMO calls so far.
+    """
+
     x: Any
     iter_num: jax.Array
-    error: jax.Array  # certified primal-dual gap f(x_t) - max_s L_s
+    error: jax.Array
     status: jax.Array
     value: jax.Array
     grad: Any
-    agg_grad: Any  # sum_i a_i grad f(x_i)
-    agg_const: jax.Array  # sum_i a_i (f(x_i) - <grad f(x_i), x_i>)
-    weight_sum: jax.Array  # A_t
-    lower: jax.Array  # best lower bound on f*
+    agg_grad: Any
+    agg_const: jax.Array
+    weight_sum: jax.Array
+    lower: jax.Array
     num_oracle: jax.Array
 
 
 class OptimisticInfo(NamedTuple):
+    r"""Per-step diagnostics of `optimistic_frank_wolfe`.
+
+    Attributes:
+        gamma: the averaging weight $a_{t+1}/A_{t+1}$ taken (0 when the step stayed put).
+        lower_candidate: this step's lower bound $L_{t+1}$ before the running maximum.
+    """
+
     gamma: jax.Array
     lower_candidate: jax.Array
 
@@ -101,11 +127,11 @@ class OptimisticFrankWolfe(AbstractSolver):
         a = (state.iter_num + 2).astype(dtype)
         A = state.weight_sum + a
         g = state.grad
-        const_t = state.value - optax.tree.vdot(g, state.x)
+        const_last = state.value - optax.tree.vdot(g, state.x)
         direction = optax.tree.add_scale(state.agg_grad, a, g)
         v = self.lmo(direction)
-        cand = (state.agg_const + a * const_t + optax.tree.vdot(direction, v)) / A
-        lower = jnp.maximum(state.lower, cand)
+        lower_candidate = (state.agg_const + a * const_last + optax.tree.vdot(direction, v)) / A
+        lower = jnp.maximum(state.lower, lower_candidate)
         # Stay put when the played vertex does not decrease the aggregated linear model
         # (x already minimizes it, e.g. a zero gradient): moving could only add error.
         move = optax.tree.vdot(direction, optax.tree.sub(v, state.x)) < 0
@@ -113,9 +139,9 @@ class OptimisticFrankWolfe(AbstractSolver):
         x = optax.tree.add_scale(state.x, gamma, optax.tree.sub(v, state.x))
         f, g_new = jax.value_and_grad(self.fun)(x, args)
         # After a move, an f - lower below the rounding of f and lower, eps (|f| + |lower|),
-        # is no certificate (at f ~ 1e300 it cancelled to 0: SUCCESS one step from the
-        # start, far from the minimum), so the rounding is added there. Staying put keeps
-        # an exact 0 exact (a start at the optimum, a zero gradient).
+        # is no certificate (at large |f| it cancels to 0 far from the minimum), so the
+        # rounding is added there. Staying put keeps an exact 0 exact (a start at the
+        # optimum, a zero gradient).
         err = f - lower
         slack = jnp.finfo(dtype).eps * (jnp.abs(f) + jnp.abs(lower))
         err = jnp.where(move & (err < slack), err + slack, err)
@@ -132,7 +158,7 @@ class OptimisticFrankWolfe(AbstractSolver):
             lower=lower,
             num_oracle=state.num_oracle + 1,
         )
-        return new, OptimisticInfo(gamma=gamma, lower_candidate=cand)
+        return new, OptimisticInfo(gamma=gamma, lower_candidate=lower_candidate)
 
 
 def optimistic_frank_wolfe(fun: Callable, lmo: Callable) -> OptimisticFrankWolfe:

@@ -84,8 +84,9 @@ def primal_dual_short_step(gap, fw_gap, slope, sq_norm, lipschitz, max_step=1.0)
 def exact_quadratic_step(fun, x, d, args, slope, max_step=1.0):
     r"""Exact line search for a quadratic: $\mathrm{clip}(s / d^\top \nabla^2 f(x) d, 0, \gamma_{\max})$."""
     grad = jax.grad(fun)
-    _, hd = jax.jvp(lambda z: grad(z, args), (x,), (d,))
-    curv = sum(jnp.vdot(a, b) for a, b in zip(jax.tree.leaves(d), jax.tree.leaves(hd), strict=True))
+    _, hess_d = jax.jvp(lambda z: grad(z, args), (x,), (d,))
+    leaves = zip(jax.tree.leaves(d), jax.tree.leaves(hess_d), strict=True)
+    curv = sum(jnp.vdot(a, b) for a, b in leaves)
     gamma = jnp.where(curv > 0, _safe_div(slope, curv), max_step)
     return jnp.where(slope > 0, jnp.clip(gamma, 0.0, max_step), 0.0)
 
@@ -93,7 +94,7 @@ def exact_quadratic_step(fun, x, d, args, slope, max_step=1.0):
 def backtracking_step(
     fun, x, d, args, f, slope, sq_norm, lipschitz, max_step, *, eta, tau, max_tries=50
 ):
-    r"""Adaptive step of Pedregosa et al. (AISTATS 2020): returns ``(gamma, L, f(x + gamma d), evals)``.
+    r"""Adaptive step of Pedregosa, Négiar, Askari & Jaggi (AISTATS 2020): returns ``(gamma, L, f(x + gamma d), evals)``.
 
     Starting from $L = \eta L_{t-1}$, take $\gamma = \min(s/(L\|d\|^2), \gamma_{\max})$
     and accept once $f(x+\gamma d) \le f(x) - \gamma s + \gamma^2 L\|d\|^2/2$;
@@ -104,25 +105,27 @@ def backtracking_step(
 
     def trial(L):
         gamma = short_step(slope, sq_norm, L, max_step)
-        xn = jax.tree.map(lambda a, b: a + gamma * b, x, d)
-        fn = fun(xn, args)
-        ok = fn <= f - gamma * slope + 0.5 * gamma**2 * L * sq_norm + 1e-12 * jnp.abs(f)
-        return gamma, fn, ok
+        x_trial = jax.tree.map(lambda a, b: a + gamma * b, x, d)
+        f_trial = fun(x_trial, args)
+        bound = f - gamma * slope + 0.5 * gamma**2 * L * sq_norm + 1e-12 * jnp.abs(f)
+        return gamma, f_trial, f_trial <= bound
 
     L0 = jnp.maximum(eta * lipschitz, jnp.finfo(dtype).tiny)
-    g0, f0, ok0 = trial(L0)
+    gamma0, f0, ok0 = trial(L0)
 
-    def cond(c):
-        return ~c[3] & (c[4] < max_tries)
+    def cond(carry):
+        _, _, _, ok, tries = carry
+        return ~ok & (tries < max_tries)
 
-    def body(c):
-        L = c[0] * tau
-        gamma, fn, ok = trial(L)
-        return L, gamma, fn, ok, c[4] + 1
+    def body(carry):
+        L, _, _, _, tries = carry
+        L = L * tau
+        gamma, f_trial, ok = trial(L)
+        return L, gamma, f_trial, ok, tries + 1
 
-    L, gamma, fn, ok, n = jax.lax.while_loop(cond, body, (L0, g0, f0, ok0, jnp.int32(1)))
+    L, gamma, f_trial, ok, n = jax.lax.while_loop(cond, body, (L0, gamma0, f0, ok0, jnp.int32(1)))
     no_move = (slope <= 0) | (sq_norm <= 0) | ~ok
     gamma = jnp.where(no_move, 0.0, gamma)
-    fn = jnp.where(no_move, f, fn)
+    f_trial = jnp.where(no_move, f, f_trial)
     L = jnp.where((slope <= 0) | (sq_norm <= 0), lipschitz, L)
-    return gamma.astype(dtype), L.astype(dtype), fn, n
+    return gamma.astype(dtype), L.astype(dtype), f_trial, n
