@@ -163,7 +163,7 @@ def run_size(n, n_eq, n_ineq, batch, repeat, peer):
 
     # reference: ours at 1e-11 (polished), checked against polished OSQP on a few examples
     # (the polytope is a jit argument: closing over it makes XLA constant-fold the factors)
-    ref_fn = jax.jit(lambda y, x, P: project(y, P.update(b=x), tol=1e-11, steps=20000))
+    ref_fn = jax.jit(lambda y, x, P: project(y, P.update(b=x), tol=1e-11, steps=20000).x)
     xref = np.asarray(ref_fn(Yj, Xj, poly))
     k_osqp = 4 if n <= 100 else 2
     t0 = time.perf_counter()
@@ -185,29 +185,28 @@ def run_size(n, n_eq, n_ineq, batch, repeat, peer):
         return float(cv), float(np.abs(x - xref[rows]).max())
 
     ladder = [1e-6, 1e-7, 1e-8, 1e-9, 1e-10]
-    fwd = jax.jit(
-        lambda y, x, P, tol: project(y, P.update(b=x), tol=tol, steps=5000, return_info=True)
-    )
+    fwd = jax.jit(lambda y, x, P, tol: project(y, P.update(b=x), tol=tol, steps=5000))
     i = 0
     while i < len(ladder) - 1:
-        cv, err = quality_rows(fwd(Yj[probe], Xj[probe], poly, ladder[i])[0], probe)
+        cv, err = quality_rows(fwd(Yj[probe], Xj[probe], poly, ladder[i]).x, probe)
         if cv <= TARGET and err <= TARGET:
             break
         i += 1
     while True:
         tol = ladder[i]
-        (x, info), t_fwd, c_fwd = _timed(fwd, Yj, Xj, poly, tol, repeat=repeat)
+        sol, t_fwd, c_fwd = _timed(fwd, Yj, Xj, poly, tol, repeat=repeat)
+        x = sol.x
         cv, err = quality(x)
         if (cv <= TARGET and err <= TARGET) or i == len(ladder) - 1:
             break
         i += 1
-    steps = int(np.max(info.num_steps))
-    steps_mean = float(np.mean(info.num_steps))
+    steps = int(np.max(sol.num_steps))
+    steps_mean = float(np.mean(sol.num_steps))
     # data passed as arguments (closing over them made XLA constant-fold the batch)
     grad = jax.jit(
         jax.grad(
             lambda y, x, w, P, tol, **kw: jnp.sum(
-                w * project(y, P.update(b=x), tol=tol, steps=5000, **kw)
+                w * project(y, P.update(b=x), tol=tol, steps=5000, **kw).x
             )
         ),
         # backward_tol is static: the Douglas-Rachford backward keeps it in its (static)
@@ -216,7 +215,7 @@ def run_size(n, n_eq, n_ineq, batch, repeat, peer):
     )
     g, t_fb, c_fb = _timed(grad, Yj, Xj, Wj, poly, tol, repeat=repeat)
     # the backward alone: the VJP function of one forward, applied (residuals precomputed)
-    _, vjp_fn = jax.vjp(lambda y: project(y, poly.update(b=Xj), tol=tol, steps=5000), Yj)
+    _, vjp_fn = jax.vjp(lambda y: project(y, poly.update(b=Xj), tol=tol, steps=5000).x, Yj)
     _, t_bwd, _ = _timed(jax.jit(lambda f, w: f(w)), vjp_fn, Wj, repeat=repeat)
     # the forward once more, after the others (the load of a shared machine drifts)
     t_fwd = min(t_fwd, _timed(fwd, Yj, Xj, poly, tol, repeat=repeat)[1])
@@ -399,26 +398,27 @@ def float32_table(path, sizes):
         Y = jax.random.normal(jax.random.key(1), (batch, n))
         poly = prob.polytope().factorize()
         x64 = np.asarray(
-            jax.jit(lambda y, x, P: project(y, P.update(b=x), tol=1e-11, steps=20000))(
+            jax.jit(lambda y, x, P: project(y, P.update(b=x), tol=1e-11, steps=20000).x)(
                 Y, prob.X, poly
             )
         )
         poly32 = jax.tree.map(
             lambda a: a.astype(jnp.float32) if eqx.is_inexact_array(a) else a, poly
         )
-        fn = jax.jit(lambda y, x, P: project(y, P.update(b=x), steps=5000, return_info=True))
+        fn = jax.jit(lambda y, x, P: project(y, P.update(b=x), steps=5000))
         args32 = (Y.astype(jnp.float32), prob.X.astype(jnp.float32), poly32)
         jax.block_until_ready(fn(*args32))
         t0 = time.perf_counter()
-        x32, info = jax.block_until_ready(fn(*args32))
+        sol = jax.block_until_ready(fn(*args32))
+        x32 = sol.x
         t_fwd = time.perf_counter() - t0
         x = np.asarray(x32, np.float64)
         v32, v64 = viol(x, *data32), viol(x, *data64)
         rounded = viol(x64.astype(np.float32).astype(np.float64), *data32)
-        counts = status_counts(info.status)
+        counts = status_counts(sol.status)
         lines.append(
-            f"| {n}/{n_eq}/{n_ineq} | {batch} | {counts} | {int(np.max(info.num_steps))} / "
-            f"{float(np.mean(info.num_steps)):.1f} | {v32.max():.1e} | {v32.mean():.1e} | "
+            f"| {n}/{n_eq}/{n_ineq} | {batch} | {counts} | {int(np.max(sol.num_steps))} / "
+            f"{float(np.mean(sol.num_steps)):.1f} | {v32.max():.1e} | {v32.mean():.1e} | "
             f"{v64.max():.1e} | {rounded.max():.1e} | {np.abs(x - x64).max():.1e} | "
             f"{t_fwd:.3f} |"
         )

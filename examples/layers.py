@@ -37,8 +37,9 @@ def run(out_dir: pathlib.Path) -> list[dict]:
 
     # 1. a batch of projections, one right-hand side each (the polytope is an argument:
     # closed over, its factors would be constants for XLA to fold)
-    fn = jax.jit(lambda y, P: project(y, P, tol=1e-9, return_info=True))
-    (x, info), seconds = timed(fn, Y, poly)
+    fn = jax.jit(lambda y, P: project(y, P, tol=1e-9))
+    sol, seconds = timed(fn, Y, poly)
+    x = sol.x
     ref = ""
     try:
         errs = []
@@ -59,15 +60,15 @@ def run(out_dir: pathlib.Path) -> list[dict]:
         )
     except ImportError:
         ref = f"violation {float(poly.violation(x).max()):.1e} (OSQP not installed)"
-    counts = status_counts(info.status)
+    counts = status_counts(sol.status)
     rows.append(
         {
             "problem": f"DC3 feasible set, batch {batch}",
             "size": "n=100, 50 eq, 50 ineq",
             "solver": "layers.project (batched)",
             "status": "SUCCESS" if counts == {"SUCCESS": batch} else str(counts),
-            "steps": int(np.max(info.num_steps)),
-            "error": float(np.max(info.error)),
+            "steps": int(np.max(sol.num_steps)),
+            "error": float(np.max(sol.error)),
             "time": seconds,
             "reference": ref,
         }
@@ -94,15 +95,15 @@ def run(out_dir: pathlib.Path) -> list[dict]:
     empty = Polytope(
         A=jnp.array([[1.0, 1.0, 0.0]]), b=jnp.array([3.0]), lb=jnp.zeros(3), ub=jnp.ones(3)
     )
-    x3, info3 = project(jnp.array([0.2, 0.4, 0.9]), empty, steps=5000, return_info=True)
+    sol3 = project(jnp.array([0.2, 0.4, 0.9]), empty, steps=5000)
     rows.append(
         {
             "problem": "x1 + x2 = 3 in [0,1]^3 (empty)",
             "size": "n=3",
             "solver": "layers.project",
-            "status": Status(int(info3.status)).name,
-            "steps": int(info3.num_steps),
-            "error": float(info3.error),
+            "status": Status(int(sol3.status)).name,
+            "steps": int(sol3.num_steps),
+            "error": float(sol3.error),
             "time": float("nan"),
             "reference": "expected INFEASIBLE",
         }

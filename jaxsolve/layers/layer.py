@@ -29,7 +29,10 @@ class ProjectionLayer(eqx.Module):
     in `project` (static configuration of the layer).
 
     Call: ``layer(y, b=None, l=None, u=None, lb=None, ub=None, warm=None,
-    return_info=False)`` with ``y`` of shape ``(..., n)`` and optional per-example data.
+    return_solution=False)`` with ``y`` of shape ``(..., n)`` and optional per-example
+    data returns the projections ``x``, as a network layer does; with
+    ``return_solution=True`` it returns `project`'s whole `jaxsolve.Solution` (statuses,
+    residuals, the governing sequence for ``warm``).
     """
 
     polytope: Polytope
@@ -69,11 +72,11 @@ class ProjectionLayer(eqx.Module):
         lb=None,
         ub=None,
         warm=None,
-        return_info: bool = False,
+        return_solution: bool = False,
     ):
         data = {k: v for k, v in dict(b=b, l=l, u=u, lb=lb, ub=ub).items() if v is not None}
         poly = self.polytope.update(**data) if data else self.polytope
-        return project(
+        sol = project(
             y,
             poly,
             steps=self.steps,
@@ -83,5 +86,5 @@ class ProjectionLayer(eqx.Module):
             omega=self.omega,
             backward=self.backward,
             backward_steps=self.backward_steps,
-            return_info=return_info,
         )
+        return sol if return_solution else sol.x

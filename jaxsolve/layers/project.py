@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import dataclasses
 from functools import partial
-from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -65,27 +64,9 @@ from jaxsolve.layers.pinet import (
 )
 from jaxsolve.layers.polytope import Polytope
 
-__all__ = ["project", "ProjectionInfo", "projection_args", "default_project_tol", "auto_sigma"]
+__all__ = ["project", "projection_args", "default_project_tol", "auto_sigma"]
 
 _BACKWARDS = ("kkt", "bicgstab", "gmres", "fixed_point", "unroll")
-
-
-class ProjectionInfo(NamedTuple):
-    """What ``project(..., return_info=True)`` returns beside ``x`` (batched like ``x``).
-
-    Attributes:
-        status: `Status` codes (``INFEASIBLE`` for an empty polytope).
-        num_steps: Douglas-Rachford steps taken.
-        error: final relative fixed-point residual
-            $\\|D_c(t - z)\\|_\\infty / \\max(1, \\|D_c z\\|_\\infty)$: the returned point
-            violates the constraints by at most ``error * max(1, |(x, Cx)|_inf)``.
-        s: final governing sequence, ``(..., n + m)``: pass it as ``warm=`` next time.
-    """
-
-    status: jax.Array
-    num_steps: jax.Array
-    error: jax.Array
-    s: jax.Array
 
 
 def default_project_tol(dtype) -> float:
@@ -206,8 +187,7 @@ def project(
     check_every: int = 5,
     polish: bool | None = None,
     refine: bool | None = None,
-    return_info: bool = False,
-) -> jax.Array | tuple[jax.Array, ProjectionInfo]:
+) -> Solution:
     r"""Euclidean projection of ``y`` onto a `Polytope`, batched, implicitly differentiable.
 
     $$
@@ -236,7 +216,8 @@ def project(
         polytope: the constraint set (its data may be batched).
         steps: maximal number of Douglas-Rachford steps (static).
         tol: tolerance on the residual (default `default_project_tol`).
-        warm: governing sequence from an earlier call (``info.s``) to start from.
+        warm: where to start: an earlier call's `Solution` (or its ``state``, the
+            governing sequence ``(..., n + m)``).
         sigma: Douglas-Rachford step (twice Pinet's); default `auto_sigma`.
         omega: relaxation in (0, 2).
         backward: ``"kkt"`` (default: one CG solve of the active-set KKT system),
@@ -255,13 +236,22 @@ def project(
             float64 when polishing, off in float64. Its residuals are computed with an
             error-free split (`jaxsolve.layers.active.accurate_residual`), so in float32
             the violation comes down to that of the exact projection rounded to float32.
-        return_info: also return a `ProjectionInfo`.
 
     Returns:
-        The projections ``x`` (broadcast batch shape + ``(n,)``), or ``(x, info)``.
+        A `jaxsolve.Solution`, every field batched like ``x``:
 
-    Failures are statuses in ``info.status`` (``INFEASIBLE``, ``MAX_STEPS``,
-    ``NONFINITE``), never exceptions inside ``jit``.
+        - ``x``: the projections, broadcast batch shape + ``(n,)`` (differentiable);
+        - ``status``: `Status` codes: ``SUCCESS``, ``INFEASIBLE`` (empty polytope, by the
+          certificate), ``MAX_STEPS``, ``NONFINITE``; failures are statuses, never
+          exceptions inside ``jit``;
+        - ``num_steps``: Douglas-Rachford steps taken;
+        - ``error``: the final relative fixed-point residual
+          $\|D_c(t - z)\|_\infty / \max(1, \|D_c z\|_\infty)$, so the returned point
+          violates the constraints by at most ``error * max(1, |(x, Cx)|_inf)``;
+        - ``state``: the final governing sequence $s$, ``(..., n + m)``, without
+          gradient: pass it as ``warm=`` to the next call.
+
+    In a network, take ``project(y, polytope).x`` (or use `ProjectionLayer`).
     """
     if not isinstance(polytope, Polytope):
         raise TypeError(
@@ -307,12 +297,14 @@ def project(
     factors = polytope.factors.astype(dtype)
     N = n + polytope.m
     lo, hi, b = polytope.lifted_bounds(dtype)
+    if isinstance(warm, Solution):
+        warm = warm.state
     if warm is not None:
         check_floating("warm", warm)
         warm = jnp.asarray(warm, dtype)
         if warm.ndim == 0 or warm.shape[-1] != N:
             raise ValueError(
-                f"warm must have shape (..., {N}) (the governing sequence info.s), got {warm.shape}"
+                f"warm must have shape (..., {N}) (a previous Solution.state), got {warm.shape}"
             )
     if tol is None:
         tol = default_project_tol(dtype)
@@ -353,6 +345,4 @@ def project(
         ) from None
 
     x, s, status, k, err = _compute(cfg, batch, leaves, factors, solver, jnp.asarray(tol, dtype))
-    if return_info:
-        return x, ProjectionInfo(status, k, err, jax.lax.stop_gradient(s))
-    return x
+    return Solution(x, jax.lax.stop_gradient(s), status, k, err)

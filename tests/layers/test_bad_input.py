@@ -36,9 +36,10 @@ def _violation(x):
 
 @pytest.mark.parametrize("polish", [True, False])
 def test_row_scaled_1e8_success_is_feasible_and_equals_the_unscaled_projection(polish):
-    x_ref = project(jnp.asarray(_Y), _box_poly(1.0))
-    x, info = project(jnp.asarray(_Y), _box_poly(1e8), polish=polish, return_info=True)
-    ok = np.asarray(info.status) == Status.SUCCESS
+    x_ref = project(jnp.asarray(_Y), _box_poly(1.0)).x
+    sol = project(jnp.asarray(_Y), _box_poly(1e8), polish=polish)
+    x = sol.x
+    ok = np.asarray(sol.status) == Status.SUCCESS
     assert ok.all()
     assert _violation(x) <= 1e-6
     np.testing.assert_allclose(np.asarray(x), np.asarray(x_ref), atol=1e-5)
@@ -46,8 +47,9 @@ def test_row_scaled_1e8_success_is_feasible_and_equals_the_unscaled_projection(p
 
 def test_equality_only_polytope_polishes():
     A = _rng.normal(size=(2, _N))
-    x, info = project(jnp.asarray(_Y), Polytope(A=jnp.asarray(A), b=jnp.ones(2)), return_info=True)
-    assert (np.asarray(info.status) == Status.SUCCESS).all()
+    sol = project(jnp.asarray(_Y), Polytope(A=jnp.asarray(A), b=jnp.ones(2)))
+    x = sol.x
+    assert (np.asarray(sol.status) == Status.SUCCESS).all()
     # the projection onto an affine set in closed form
     ref = _Y - (_Y @ A.T - 1) @ np.linalg.solve(A @ A.T, A)
     np.testing.assert_allclose(np.asarray(x), ref, atol=1e-10)
@@ -80,8 +82,8 @@ def test_bad_input_raises_naming_the_argument(case, call, err, match):
 
 def test_nan_y_is_not_success_and_other_lanes_are_kept():
     y = jnp.asarray(_Y).at[0, 0].set(jnp.nan)
-    x, info = project(y, _box_poly(1.0), return_info=True)
-    st = np.asarray(info.status)
+    sol = project(y, _box_poly(1.0))
+    st = np.asarray(sol.status)
     assert st[0] != Status.SUCCESS
     assert (st[1:] == Status.SUCCESS).all()
 
@@ -94,5 +96,5 @@ def test_infeasible_polytope_is_not_success():
         lb=-jnp.ones(_N),
         ub=jnp.ones(_N),
     )
-    x, info = project(jnp.asarray(_Y), P, return_info=True)
-    assert (np.asarray(info.status) != Status.SUCCESS).all()
+    sol = project(jnp.asarray(_Y), P)
+    assert (np.asarray(sol.status) != Status.SUCCESS).all()

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxsolve import Status
+from jaxsolve import Solution, Status
 from jaxsolve.core.driver import step_until_done
 from jaxsolve.layers import (
     Polytope,
@@ -61,9 +61,10 @@ def problem():
 
 def test_forward_matches_exact_projection_float64(problem):
     data, y, poly, refs = problem
-    x, info = project(y, poly, tol=1e-10, steps=20000, return_info=True)
+    sol = project(y, poly, tol=1e-10, steps=20000)
+    x = sol.x
     assert x.shape == (B, N) and x.dtype == jnp.float64
-    assert np.all(np.asarray(info.status) == Status.SUCCESS), info.status
+    assert np.all(np.asarray(sol.status) == Status.SUCCESS), sol.status
     rel = np.linalg.norm(np.asarray(x) - refs, axis=1) / np.linalg.norm(refs, axis=1)
     assert rel.max() <= 1e-6, rel
     assert float(poly.violation(x).max()) <= 1e-6
@@ -71,15 +72,16 @@ def test_forward_matches_exact_projection_float64(problem):
     assert np.sum(np.isclose(np.asarray(x), np.asarray(data["lb"]), atol=1e-7)) >= B
     # and each point's violation is bounded by error * max(1, |(x, Cx)|_inf)
     scale = np.maximum(1, np.maximum(np.abs(x).max(1), np.abs(x @ data["C"].T).max(1)))
-    assert np.all(np.asarray(poly.violation(x)) <= np.asarray(info.error) * scale + 1e-12)
+    assert np.all(np.asarray(poly.violation(x)) <= np.asarray(sol.error) * scale + 1e-12)
 
 
 def test_batched_forward_runs_the_solvers_own_step(problem):
     """Without the polish every lane of `project` is the Pinet solver's own iteration
     (`PinetProjection.init` / `step`, by the driver's loop) run for that lane's steps."""
     data, y, poly, _ = problem
-    x, info = project(y, poly, tol=1e-9, steps=20000, polish=False, return_info=True)
-    assert np.all(np.asarray(info.status) == Status.SUCCESS)
+    sol = project(y, poly, tol=1e-9, steps=20000, polish=False)
+    x = sol.x
+    assert np.all(np.asarray(sol.status) == Status.SUCCESS)
     lo, hi, b = poly.lifted_bounds(y.dtype)
     args = ProjectionArgs(poly.factors, y, b, lo, hi)
     solver = pinet_projection()
@@ -90,10 +92,10 @@ def test_batched_forward_runs_the_solvers_own_step(problem):
         return step_until_done(solver, state, a, zero, jnp.int32(0), limit, None)[0]
 
     axes = (0, ProjectionArgs(None, 0, 0, 0, 0), 0)
-    state = jax.jit(jax.vmap(lane, in_axes=axes))(y, args, info.num_steps)
+    state = jax.jit(jax.vmap(lane, in_axes=axes))(y, args, sol.num_steps)
     np.testing.assert_allclose(np.asarray(state.x), np.asarray(x), rtol=0, atol=1e-12)
-    np.testing.assert_allclose(np.asarray(state.s), np.asarray(info.s), rtol=0, atol=1e-12)
-    np.testing.assert_array_equal(np.asarray(state.iter_num), np.asarray(info.num_steps))
+    np.testing.assert_allclose(np.asarray(state.s), np.asarray(sol.state), rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(np.asarray(state.iter_num), np.asarray(sol.num_steps))
 
 
 @pytest.mark.slow  # a DC3 family against exact projections and single calls (8 s)
@@ -103,28 +105,31 @@ def test_dc3_family_polished_matches_exact_projection_and_single_calls():
     prob = dc3_simple_qp(jax.random.key(3), 20, 8, 10, num=72)
     poly = prob.polytope().factorize()
     Y = 2.0 * jax.random.normal(jax.random.key(4), (72, 20))
-    x, info = project(Y, poly, return_info=True)  # default tol 1e-8
-    assert np.all(np.asarray(info.status) == Status.SUCCESS)
-    steps = np.asarray(info.num_steps)
+    sol = project(Y, poly)  # default tol 1e-8
+    x = sol.x
+    assert np.all(np.asarray(sol.status) == Status.SUCCESS)
+    steps = np.asarray(sol.num_steps)
     late = [int(i) for i in np.argsort(-steps)[:2]]  # these ran in the compacted batch
     for i in [0, *late]:
         ref = exact_projection(Y[i], A=prob.A, b=prob.X[i], C=prob.G, u=prob.h)
         assert np.abs(np.asarray(x[i]) - ref).max() <= 1e-9, (i, steps[i])
-        xi, ii = project(Y[i], poly.update(b=prob.X[i]), return_info=True)
+        sol_i = project(Y[i], poly.update(b=prob.X[i]))
+        xi = sol_i.x
         np.testing.assert_allclose(np.asarray(xi), np.asarray(x[i]), atol=1e-12)
-        assert int(ii.num_steps) == steps[i]
+        assert int(sol_i.num_steps) == steps[i]
     assert float(poly.violation(x).max()) <= 1e-9
     # polished lanes report the KKT residual of the polished point, far below tol
-    assert np.median(np.asarray(info.error)) <= 1e-12
+    assert np.median(np.asarray(sol.error)) <= 1e-12
     assert steps.max() > 2 * np.median(steps)  # there were stragglers
 
 
 def test_float32_keeps_dtype_and_violation(problem):
     data, y, poly, refs = problem
     poly32 = Polytope(**{k: v.astype(jnp.float32) for k, v in data.items()})
-    x, info = project(y.astype(jnp.float32), poly32, steps=3000, return_info=True)
-    assert x.dtype == jnp.float32 and info.s.dtype == jnp.float32
-    assert np.all(np.asarray(info.status) == Status.SUCCESS), info.status
+    sol = project(y.astype(jnp.float32), poly32, steps=3000)
+    x = sol.x
+    assert x.dtype == jnp.float32 and sol.state.dtype == jnp.float32
+    assert np.all(np.asarray(sol.status) == Status.SUCCESS), sol.status
     viol = poly.violation(np.asarray(x, np.float64))
     assert float(viol.max()) <= 1e-5, viol
     assert np.abs(np.asarray(x, np.float64) - refs).max() <= 1e-4
@@ -171,9 +176,10 @@ def test_float32_violation_with_long_rows():
     it); the accurate residual of the final correction brings them to the rounding of x
     (4e-6)."""
     poly, y, data = _dc3_float32(300, 3.0, 16, 5)
-    x, info = project(y, poly, return_info=True)
+    sol = project(y, poly)
+    x = sol.x
     assert x.dtype == jnp.float32
-    assert np.all(np.asarray(info.status) == Status.SUCCESS), info.status
+    assert np.all(np.asarray(sol.status) == Status.SUCCESS), sol.status
     viol = _violation64(x, *data)
     assert viol.max() <= 1e-5, viol
 
@@ -184,18 +190,19 @@ def test_float32_violation_dc3_large():
     factorization and a float64 reference projection, ~60 s): violation <= 1e-5
     (5.8e-5 before the accurate residual), and within 1e-4 of the float64 projection."""
     poly, y, data = _dc3_float32(1000, 1.0, 64, 0)
-    x, info = project(y, poly, return_info=True)
-    assert np.all(np.asarray(info.status) == Status.SUCCESS)
+    sol = project(y, poly)
+    x = sol.x
+    assert np.all(np.asarray(sol.status) == Status.SUCCESS)
     viol = _violation64(x, *data)
     assert viol.max() <= 1e-5, viol.max()
     A, G, h, X = data
-    x64 = project(y.astype(jnp.float64), Polytope(A=A, b=X, C=G, u=h), tol=1e-11, steps=20000)
+    x64 = project(y.astype(jnp.float64), Polytope(A=A, b=X, C=G, u=h), tol=1e-11, steps=20000).x
     assert np.abs(np.asarray(x, np.float64) - np.asarray(x64)).max() <= 1e-4
 
 
 def _loss(theta, poly, w, **kw):
     y, b, l, u, lb, ub = theta
-    x = project(y, poly.update(b=b, l=l, u=u, lb=lb, ub=ub), **kw)
+    x = project(y, poly.update(b=b, l=l, u=u, lb=lb, ub=ub), **kw).x
     return jnp.vdot(w, x)
 
 
@@ -237,7 +244,7 @@ def test_other_backward_solvers(problem, backward):
 
     def loss(theta, **kw):
         yy, b, u, lb = theta
-        x = project(yy, poly.update(b=b, u=u, lb=lb), tol=1e-12, steps=20000, **kw)
+        x = project(yy, poly.update(b=b, u=u, lb=lb), tol=1e-12, steps=20000, **kw).x
         return jnp.vdot(w, x)
 
     theta = (y, data["b"], data["u"], data["lb"])
@@ -281,10 +288,11 @@ def _mixed_batch(dtype):
 def test_infeasible_polytopes_are_reported_not_iterated(dtype):
     poly, expected = _mixed_batch(dtype)
     y = jax.random.normal(jax.random.key(0), (len(expected), 5), dtype)
-    x, info = project(y, poly, steps=5000, return_info=True)
-    assert list(np.asarray(info.status)) == [int(e) for e in expected]
+    sol = project(y, poly, steps=5000)
+    x = sol.x
+    assert list(np.asarray(sol.status)) == [int(e) for e in expected]
     infeasible = np.asarray(expected) == Status.INFEASIBLE
-    assert np.asarray(info.num_steps)[infeasible].max() < 500  # detected, not run to 5000
+    assert np.asarray(sol.num_steps)[infeasible].max() < 500  # detected, not run to 5000
     viol = np.asarray(poly.violation(x))
     assert viol[~infeasible].max() <= (1e-7 if dtype == jnp.float64 else 1e-5)
     assert viol[infeasible].min() >= 0.1  # an empty set: no point satisfies it
@@ -296,30 +304,35 @@ def test_broadcasting_matches_single_projections(problem):
     shared = {k: data[k][0] for k in ("l", "u", "lb", "ub")}
     base = poly.update(b=data["b"][:3], **shared)
     Y = jnp.stack([y[:3], y[3:6]])
-    x = project(Y, base, tol=1e-11, steps=20000)
+    x = project(Y, base, tol=1e-11, steps=20000).x
     assert x.shape == (2, 3, N)
     for i in range(2):
         for j in range(3):
-            single = project(Y[i, j], base.update(b=data["b"][j]), tol=1e-11, steps=20000)
+            single = project(Y[i, j], base.update(b=data["b"][j]), tol=1e-11, steps=20000).x
             np.testing.assert_allclose(np.asarray(x[i, j]), np.asarray(single), atol=1e-12)
 
 
 def test_warm_start_reuses_the_governing_sequence(problem):
     data, y, poly, _ = problem
-    x, info = project(y, poly, tol=1e-10, steps=20000, return_info=True)
-    x2, info2 = project(y, poly, tol=1e-10, steps=20000, warm=info.s, return_info=True)
-    assert int(np.max(info2.num_steps)) <= 2
+    sol = project(y, poly, tol=1e-10, steps=20000)
+    x = sol.x
+    sol2 = project(y, poly, tol=1e-10, steps=20000, warm=sol.state)
+    x2 = sol2.x
+    assert int(np.max(sol2.num_steps)) <= 2
     np.testing.assert_allclose(np.asarray(x2), np.asarray(x), atol=1e-9)
     y3 = y + 1e-3 * jax.random.normal(jax.random.key(5), y.shape)
-    _, cold = project(y3, poly, tol=1e-10, steps=20000, return_info=True)
-    _, warm = project(y3, poly, tol=1e-10, steps=20000, warm=info.s, return_info=True)
+    cold = project(y3, poly, tol=1e-10, steps=20000)
+    warm = project(y3, poly, tol=1e-10, steps=20000, warm=sol.state)
     assert int(np.sum(warm.num_steps)) < int(np.sum(cold.num_steps))
+    # the previous Solution itself is a warm start
+    same = project(y3, poly, tol=1e-10, steps=20000, warm=sol)
+    np.testing.assert_array_equal(np.asarray(same.num_steps), np.asarray(warm.num_steps))
 
 
 def test_nan_input_is_nonfinite_not_success(problem):
     data, y, poly, _ = problem
-    x, info = project(y.at[1, 2].set(jnp.nan), poly, steps=20000, return_info=True)
-    st = np.asarray(info.status)
+    sol = project(y.at[1, 2].set(jnp.nan), poly, steps=20000)
+    st = np.asarray(sol.status)
     assert st[1] == Status.NONFINITE and np.all(st[[0, 2, 3, 4, 5]] == Status.SUCCESS)
 
 
@@ -378,3 +391,8 @@ def test_projection_layer_in_a_jitted_training_step(problem):
     val2, x2, _ = step(mlp2, data["b"])
     assert float(val2) < float(val)
     assert float(poly.violation(x2).max()) <= 1e-7
+    # return_solution=True: project's whole Solution, whose x is what the layer returns
+    sol = layer(x2, b=data["b"], **rhs, return_solution=True)
+    assert isinstance(sol, Solution)
+    assert np.all(np.asarray(sol.status) == Status.SUCCESS)
+    np.testing.assert_array_equal(np.asarray(sol.x), np.asarray(layer(x2, b=data["b"], **rhs)))
