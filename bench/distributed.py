@@ -49,40 +49,9 @@ import scipy.linalg  # noqa: E402
 
 import jaxsolve  # noqa: E402
 from jaxsolve import distributed as D  # noqa: E402
+from peers.problems import distributed as central  # noqa: E402
 
 TARGET = 1e-6
-
-
-# --- centralized references --------------------------------------------------------------
-
-
-def lasso_ref(A, b, lam):
-    A, b = np.asarray(A), np.asarray(b)
-    n, m, d = A.shape
-    X, y = A.reshape(n * m, d), b.reshape(n * m)
-    H, g = X.T @ X / m, X.T @ y / m
-    L = np.linalg.eigvalsh(H)[-1]
-    x = np.zeros(d)
-    for _ in range(30000):
-        z = x - (H @ x - g) / L
-        x = np.sign(z) * np.maximum(np.abs(z) - lam / L, 0.0)
-    S = np.flatnonzero(x)
-    xs = np.zeros(d)
-    xs[S] = np.linalg.solve(H[np.ix_(S, S)], g[S] - lam * np.sign(x[S]))
-    return xs
-
-
-def logistic_ref(A, b, lam):
-    A, b = np.asarray(A), np.asarray(b)
-    n, m, d = A.shape
-    X, y = A.reshape(n * m, d), b.reshape(n * m)
-    x = np.zeros(d)
-    for _ in range(50):
-        s = 1.0 / (1.0 + np.exp(y * (X @ x)))
-        grad = X.T @ (-y * s) / m + lam * x
-        hess = (X * (s * (1 - s))[:, None]).T @ X / m + lam * np.eye(d)
-        x = x - np.linalg.solve(hess, grad)
-    return x
 
 
 # --- part 1: communication to 1e-6 -----------------------------------------------------------
@@ -172,7 +141,11 @@ def communication(quick):
     max_steps = 6000 if quick else 40000
     rows, claims = [], []
     for pname, (kind, A, b, lam) in _problems(quick).items():
-        x_star = lasso_ref(A, b, lam) if kind == "lasso" else logistic_ref(A, b, lam)
+        x_star = (
+            central.lasso(A, b, lam, iterations=30000)
+            if kind == "lasso"
+            else central.logistic_l2(A, b, lam)
+        )
         loss = D.LeastSquares() if kind == "lasso" else D.Logistic()
         lips = np.asarray(jax.vmap(loss.lipschitz)((A, b)))
         for gname, adj in _graphs(quick).items():
