@@ -43,8 +43,11 @@ class KMeansState(NamedTuple):
 
     Attributes:
         x: the centres ``(K, d)`` (``Solution.x``).
-        iter_num, error, status: those of the relaxation's solve (0, 0 and SUCCESS when
-            none was needed: ``K = 1`` or ``K = n``).
+        iter_num: int32 scalar, the relaxation solve's ``num_steps`` (0 when none was
+            needed: ``K = 1`` or ``K = n``).
+        error: the relaxation solve's ``error`` (0 when none was needed).
+        status: int32 `Status`, the relaxation solve's (``SUCCESS`` when none was
+            needed); `kmeans` copies it, it does not judge the rounding.
         labels: int32 labels ``(n,)``.
         inertia: the K-means objective ``sum_i ||x_i - c_{label_i}||^2`` of the partition.
         relaxation: the `jaxsolve.Solution` of the relaxation (``x`` is ``(V, Q)`` for

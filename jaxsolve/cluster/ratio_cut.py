@@ -314,7 +314,9 @@ class RatioCutState(NamedTuple):
 
     Attributes:
         x: the soft indicator ``F`` ``(n, c)`` (``Solution.x``).
-        iter_num, error, status: the manifold solve's (0, 0, SUCCESS for one cluster).
+        iter_num: int32 scalar, the manifold solve's ``num_steps`` (0 for one cluster).
+        error: the manifold solve's ``error`` (0 for one cluster).
+        status: int32 `Status`, the manifold solve's (``SUCCESS`` for one cluster).
         labels: int32 labels ``(n,)``, the row-wise ``argmax`` of ``F``.
         relaxation: the `jaxsolve.Solution` of the manifold solve (``x`` is ``F`` on
             RIM, the doubly stochastic ``Z`` for the baseline), or None.
