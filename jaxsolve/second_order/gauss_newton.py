@@ -103,17 +103,45 @@ def gn_precondition(J, u, mu, *, scale=1.0, form="auto"):
 
 
 class GNState(NamedTuple):
+    r"""State of `gauss_newton`.
+
+    Attributes:
+        x: the iterate, a pytree shaped like ``x0`` (unchanged by a rejected step).
+        iter_num: int32 scalar, steps taken (accepted or not).
+        error: $\|J^\top r(x)\|_2$, the norm of the gradient of $\tfrac12\|r\|^2$.
+        status: int32 `Status`: ``SUCCESS``, or ``NONFINITE`` set by `GaussNewton.step`
+            when ``adaptive=False`` and a step gave a non-finite residual or gradient
+            (with ``adaptive=True`` such a step is rejected and the damping grows).
+        value: $f(x) = \tfrac12\|r(x)\|^2$, real scalar.
+        grad: the gradient $J^\top r$ as a flat vector ``(n,)`` (``x`` raveled).
+        mu: the damping $\mu$ the next step uses (Nielsen's rule with ``adaptive=True``,
+            kept in ``[min_damping, max/4]``; fixed at ``damping`` otherwise).
+        nu: Nielsen's growth factor $\nu$: 2 after an accepted step, doubled after each
+            rejection ($\mu \leftarrow \mu\nu$); constant with ``adaptive=False``.
+    """
+
     x: object
     iter_num: jax.Array
-    error: jax.Array  # ||J^T r||
+    error: jax.Array
     status: jax.Array
-    value: jax.Array  # 0.5 ||r||^2
-    grad: jax.Array  # flat J^T r
-    mu: jax.Array  # damping
-    nu: jax.Array  # damping growth factor (Nielsen)
+    value: jax.Array
+    grad: jax.Array
+    mu: jax.Array
+    nu: jax.Array
 
 
 class GNInfo(NamedTuple):
+    r"""Per-step information of `gauss_newton`.
+
+    Attributes:
+        accepted: bool scalar, whether the step moved ``x`` (with ``adaptive=False``:
+            whether it was finite).
+        gain_ratio: $\rho$, actual over predicted decrease of $\tfrac12\|r\|^2$ (1
+            where the decrease is too small to measure; only steers the damping when
+            ``adaptive=True``).
+        mu: the damping $\mu$ this step solved with (before its update).
+    """
+
     accepted: jax.Array
     gain_ratio: jax.Array
     mu: jax.Array

@@ -50,17 +50,43 @@ HESSIANS = ("exact", "gauss_newton", "fisher")
 
 
 class GRNState(NamedTuple):
+    r"""State of `gradient_regularized_newton`.
+
+    Attributes:
+        x: the iterate, a pytree shaped like ``x0``.
+        iter_num: int32 scalar, steps taken.
+        error: $\|\nabla f(x)\|_2$, the Euclidean norm (not the $B^{-1}$ norm that sets
+            $\lambda$).
+        status: int32 `Status`: ``SUCCESS``, or ``BREAKDOWN`` set by
+            `GradientRegularizedNewton.step` when every trial was rejected and the last
+            one was not finite (``x`` then stays).
+        value: $f(x)$, real scalar.
+        grad: $\nabla f(x)$ as a flat vector ``(n,)`` (``x`` raveled).
+        gamma: the gradient-normalized smoothness estimate $\gamma_k$ the next step
+            starts from ($\lambda_k = \|g_k\|_* / \gamma_k$).
+        num_trials: int32, linear solves (trials) over all steps so far.
+    """
+
     x: object
     iter_num: jax.Array
-    error: jax.Array  # Euclidean norm of the gradient at x
+    error: jax.Array
     status: jax.Array
-    value: jax.Array  # f(x)
-    grad: jax.Array  # flat gradient at x
-    gamma: jax.Array  # adaptive gradient-normalized smoothness estimate
-    num_trials: jax.Array  # total number of linear solves so far
+    value: jax.Array
+    grad: jax.Array
+    gamma: jax.Array
+    num_trials: jax.Array
 
 
 class GRNInfo(NamedTuple):
+    r"""Per-step information of `gradient_regularized_newton`.
+
+    Attributes:
+        lam: the regularization $\lambda$ of this step's last trial.
+        trials: int32, linear solves this step (1 to ``max_backtracks``).
+        accepted: bool scalar, whether the last trial passed the acceptance test
+            (False when the step fell back to the last trial after ``max_backtracks``).
+    """
+
     lam: jax.Array
     trials: jax.Array
     accepted: jax.Array
