@@ -47,13 +47,32 @@ VARIANTS = ("rm", "rm+", "predictive")
 
 
 class RMState(NamedTuple):
+    r"""State of `regret_matching`.
+
+    Attributes:
+        x: the iterate, a pytree like ``x0`` whose leaves each hold probability simplices
+            along their last axis (``x0`` projected onto them by ``init``).
+        iter_num: int32 scalar, sweeps taken (one sweep updates every leaf).
+        error: the blockwise KKT gap at ``x`` (`kkt_gap`),
+            $\max_b \langle g_b, x_b\rangle - \min_a g_{b,a}$ with $g = \nabla f(x)$.
+        status: int32 `Status`; the solver itself always leaves ``SUCCESS`` (the method
+            has no failure mode of its own; a non-finite start or iterate is judged by
+            the driver).
+        regrets: the regrets $R$, a pytree shaped like ``x``: cumulative
+            ($R \leftarrow R + r$) for ``"rm"``, thresholded ($R \leftarrow [R + r]^+$)
+            for ``"rm+"`` and ``"predictive"``.
+        grad: $\nabla f(x)$ at the current ``x``, a pytree shaped like ``x``.
+        num_grad: int32, gradient evaluations so far (1 in ``init``; per sweep one per
+            leaf with ``alternating=True``, else one, plus one at the new ``x``).
+    """
+
     x: Any
     iter_num: jax.Array
-    error: jax.Array  # blockwise KKT gap at x
+    error: jax.Array
     status: jax.Array
-    regrets: Any  # cumulative (RM) or thresholded (RM+) regrets, same pytree as x
-    grad: Any  # gradient of fun at x
-    num_grad: jax.Array  # gradient evaluations so far
+    regrets: Any
+    grad: Any
+    num_grad: jax.Array
 
 
 class RMInfo(NamedTuple):
