@@ -31,12 +31,18 @@ __all__ = ["cautious_weight_decay", "cautious_mask", "CautiousWeightDecayState"]
 
 
 class CautiousWeightDecayState(NamedTuple):
-    """Step counter, kept only for a weight-decay schedule (as optax's
-    ``WeightDecaySchedule``); a constant decay has ``optax.EmptyState``, so
-    ``optax.tree_utils.tree_get(state, "count")`` of a chain finds one count, as for
-    ``optax.adamw``."""
+    """State of `cautious_weight_decay` with a weight-decay schedule.
 
-    count: jax.Array  # int32 scalar
+    Kept only for a schedule (as optax's ``WeightDecaySchedule``); a constant decay has
+    ``optax.EmptyState``, so ``optax.tree_utils.tree_get(state, "count")`` of a chain
+    finds one count, as for ``optax.adamw``.
+
+    Attributes:
+        count: int32 scalar, updates applied so far (the schedule is evaluated at it;
+            incremented with ``optax.safe_increment``, so it saturates, never wraps).
+    """
+
+    count: jax.Array
 
 
 def cautious_mask(updates, params):
