@@ -94,8 +94,10 @@ class FlexQPState(NamedTuple):
         mu: scalar elastic weight in user units (``|y_i| <= mu``), adapted upward.
         kkt: relative KKT residual of the relaxed problem alone.
         admm_iters: int32, ADMM iterations performed.
-        xs, zs, ys: the iterate in the scaled problem (``x / D``, ``E z``,
-            ``c y / E``), which the iteration continues from.
+        xs: ``(n,)`` the primal iterate in the scaled problem, ``x / D``; the iteration
+            continues from the scaled iterate, ``x`` is its unscaled copy.
+        zs: ``(m,)`` ``z`` in the scaled problem, ``E z``.
+        ys: ``(m,)`` the multipliers in the scaled problem, ``c y / E``.
         mu_level: the elastic weight in the scaled cost's units (``mu = mu_level / c``).
         unbounded_streak: int32, consecutive steps whose ADMM block moved along a direction
             that passes the unboundedness test (`jaxsolve.qp.certify.unbounded_step`).
