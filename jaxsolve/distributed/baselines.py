@@ -82,8 +82,22 @@ def _need_alpha(alpha):
 
 
 class DGDState(NamedTuple):
-    """State of `DGD`: ``x`` ``(n, d)``, the protocol's fields, the step
-    ``alpha``, the agents' ``lips``, the error's ``eta`` and the ``ledger``."""
+    r"""State of `DGD` (arrays with a leading agent axis unless said).
+
+    Attributes:
+        x: $X^k$, the agents' iterates, ``(n, d)``.
+        iter_num: int32 scalar, iterations (one communication round each).
+        error: the family's optimality measure at ``x`` (`jaxsolve.distributed.base`):
+            the agents' disagreement plus the centralized prox-gradient residual at
+            their mean.
+        status: int32 `Status`; set to ``SUCCESS`` (0) by ``init`` and never changed by
+            the method (the driver judges convergence and non-finite values).
+        alpha: the constant step $\alpha$ (0-d; `default_stepsize` when ``stepsize``
+            is None).
+        lips: the agents' Lipschitz constants $L_i$ of $\nabla f_i$, ``(n,)``.
+        eta: the step $1/\sum_i L_i$ of ``error``'s prox-gradient residual (0-d).
+        ledger: the communication so far, per agent (`jaxsolve.distributed.Ledger`).
+    """
 
     x: jax.Array
     iter_num: jax.Array
@@ -122,9 +136,28 @@ class DGD(DecentralizedSolver):
 
 
 class PGExtraState(NamedTuple):
-    """State of `PGExtra`: ``x`` $= X^k$, ``z`` $= Z^k$, ``wx`` $= WX^k$, ``grad``
-    $= \\nabla F(X^k)$, and the same three at $k - 1$ (``x_prev``, ``wx_prev``,
-    ``grad_prev``)."""
+    r"""State of `PGExtra` (arrays ``(n, d)`` with a leading agent axis unless said).
+
+    Attributes:
+        x: $X^k = \operatorname{prox}_{\alpha g}(Z^k)$, the agents' iterates.
+        iter_num: int32 scalar, iterations (one communication round each).
+        error: the family's optimality measure at ``x`` (`jaxsolve.distributed.base`):
+            the agents' disagreement plus the centralized prox-gradient residual at
+            their mean.
+        status: int32 `Status`; set to ``SUCCESS`` (0) by ``init`` and never changed by
+            the method (the driver judges convergence and non-finite values).
+        z: $Z^k$, the pre-prox sequence.
+        wx: $WX^k$, the neighbours' mix of ``x`` received in the last round.
+        grad: $\nabla F(X^k)$, the stacked local gradients.
+        x_prev: $X^{k-1}$ (``x0`` at the start).
+        wx_prev: $WX^{k-1}$ (``W x0`` at the start).
+        grad_prev: $\nabla F(X^{k-1})$ (that of ``x0`` at the start).
+        alpha: the constant step $\alpha$ (0-d; `default_stepsize` when ``stepsize``
+            is None).
+        lips: the agents' Lipschitz constants $L_i$ of $\nabla f_i$, ``(n,)``.
+        eta: the step $1/\sum_i L_i$ of ``error``'s prox-gradient residual (0-d).
+        ledger: the communication so far, per agent (`jaxsolve.distributed.Ledger`).
+    """
 
     x: jax.Array
     iter_num: jax.Array
@@ -182,8 +215,26 @@ class PGExtra(DecentralizedSolver):
 
 
 class NIDSState(NamedTuple):
-    """State of `NIDS`: ``x`` $= X^k$, ``z`` $= Z^k$, ``grad`` $= \\nabla F(X^k)$ and
-    ``x_prev``, ``grad_prev`` at $k-1$."""
+    r"""State of `NIDS` (arrays ``(n, d)`` with a leading agent axis unless said).
+
+    Attributes:
+        x: $X^k = \operatorname{prox}_{\alpha g}(Z^k)$, the agents' iterates.
+        iter_num: int32 scalar, iterations (one communication round each).
+        error: the family's optimality measure at ``x`` (`jaxsolve.distributed.base`):
+            the agents' disagreement plus the centralized prox-gradient residual at
+            their mean.
+        status: int32 `Status`; set to ``SUCCESS`` (0) by ``init`` and never changed by
+            the method (the driver judges convergence and non-finite values).
+        z: $Z^k$, the pre-prox sequence.
+        grad: $\nabla F(X^k)$, the stacked local gradients.
+        x_prev: $X^{k-1}$ (``x0`` at the start).
+        grad_prev: $\nabla F(X^{k-1})$ (that of ``x0`` at the start).
+        alpha: the constant step $\alpha$ (0-d; `default_stepsize` when ``stepsize``
+            is None).
+        lips: the agents' Lipschitz constants $L_i$ of $\nabla f_i$, ``(n,)``.
+        eta: the step $1/\sum_i L_i$ of ``error``'s prox-gradient residual (0-d).
+        ledger: the communication so far, per agent (`jaxsolve.distributed.Ledger`).
+    """
 
     x: jax.Array
     iter_num: jax.Array
@@ -234,8 +285,25 @@ class NIDS(DecentralizedSolver):
 
 
 class DADMMState(NamedTuple):
-    """State of `DecentralizedADMM`: ``x``, the neighbour sums ``nsum`` $S_i$,
-    the multipliers ``dual`` $\\alpha_i$, the penalty ``c`` and the degrees ``deg``."""
+    r"""State of `DecentralizedADMM` (arrays with a leading agent axis unless said).
+
+    Attributes:
+        x: $x_i^k$, the agents' iterates, ``(n, d)``.
+        iter_num: int32 scalar, iterations (one communication round each).
+        error: the family's optimality measure at ``x`` (`jaxsolve.distributed.base`):
+            the agents' disagreement plus the centralized prox-gradient residual at
+            their mean.
+        status: int32 `Status`; set to ``SUCCESS`` (0) by ``init`` and never changed by
+            the method (the driver judges convergence and non-finite values).
+        nsum: the neighbour sums $S_i^k = \sum_{j \in N_i} x_j^k$, ``(n, d)``,
+            received in the last round.
+        dual: the multipliers $\alpha_i^k$, ``(n, d)`` (zero at the start).
+        c: the penalty $c$ (0-d; the mean $L_i$ when ``penalty`` is None).
+        deg: the agents' degrees $d_i$ in the graph of ``W``, ``(n,)``.
+        lips: the agents' Lipschitz constants $L_i$ of $\nabla f_i$, ``(n,)``.
+        eta: the step $1/\sum_i L_i$ of ``error``'s prox-gradient residual (0-d).
+        ledger: the communication so far, per agent (`jaxsolve.distributed.Ledger`).
+    """
 
     x: jax.Array
     iter_num: jax.Array

@@ -85,14 +85,23 @@ class DSADMMState(NamedTuple):
 
     Attributes:
         x: $v^t$, the agents' copies on the regularizer's side, ``(n, d)``.
-        iter_num, error, status: the protocol's fields (``error``: see
-            `jaxsolve.distributed.base`).
+        iter_num: int32 scalar, iterations taken (two communication rounds each).
+        error: the family's optimality measure at ``x`` (`jaxsolve.distributed.base`):
+            the agents' disagreement plus the centralized prox-gradient residual at
+            their mean.
+        status: int32 `Status`; set to ``SUCCESS`` (0) by ``init`` and never changed by
+            the method (the driver judges convergence and non-finite values).
         u: $u^t$, the copies on the loss's side.
-        lam1, lam2: the multipliers $\\lambda_1^t$, $\\lambda_2^t$.
-        Wv, Wp: $(\\tilde W v^t)_i$ and $(\\tilde W p^t)_i$, received in the last round.
-        factor: the inverses the loss's prox multiplies by (``None`` for gradient steps).
+        lam1: $\\lambda_1^t$, the multiplier of the constraint $\\tilde W u = v$.
+        lam2: $\\lambda_2^t$, the multiplier of the constraint $u = \\tilde W v$.
+        Wv: $(\\tilde W v^t)_i$, the neighbours' mix of ``x`` received in the last round.
+        Wp: $(\\tilde W p^t)_i$ with $p^t = \\lambda_1^t + 2\\beta v^t - \\beta \\tilde W u^t$,
+            received in the last round.
+        factor: the inverses the loss's prox multiplies by, built once in ``init`` at
+            $c = \\beta(2 + \\tau)$ (``None`` unless ``f_step="prox"``).
         lips: the agents' Lipschitz constants $L_i$, ``(n,)``.
-        beta: the penalty in use (0-d), eta: the error's step (0-d).
+        beta: the penalty $\\beta$ in use (0-d; `default_beta` when not given).
+        eta: the step $1/\\sum_i L_i$ of ``error``'s prox-gradient residual (0-d).
         ledger: the communication so far, per agent.
     """
 

@@ -234,9 +234,23 @@ def _sample(key, n, m):
 
 
 class RGSAGAState(NamedTuple):
-    """State of `RGSAGA`: ``x`` (the server iterate), the protocol's fields, the RG estimate
-    ``g``, the SAGA ``table`` ``(n, d)`` and its mean ``bbar``, the ``key`` (raw bits) and
-    the ``ledger``."""
+    r"""State of `RGSAGA`.
+
+    Attributes:
+        x: $x^t$, the server iterate ``(d,)`` (the delegate's last local iterate).
+        iter_num: int32 scalar, server steps taken.
+        error: $\|\nabla f(x)\|_2$ at the server iterate (a monitoring quantity the
+            ledger does not charge).
+        status: int32 `Status`; set to ``SUCCESS`` (0) by ``init`` and never changed by
+            the method (the driver judges convergence and non-finite values).
+        g: $g^t$, the RG-SAGA estimate of $\nabla f(x^t)$, ``(d,)``.
+        table: the SAGA table $b_i$, ``(n, d)``: each client's gradient at the iterate
+            it was last sampled at (all at ``x0`` after ``init``).
+        bbar: $\bar b$, the mean of ``table`` over clients, ``(d,)``, kept in step.
+        key: the PRNG key as raw bits (``jax.random.key_data``), split each step for the
+            local step count $K_t$ and the subset $S_t$.
+        ledger: the rounds and local gradient calls so far (`ClientLedger`).
+    """
 
     x: jax.Array
     iter_num: jax.Array
@@ -362,7 +376,19 @@ def rg_saga(
 
 
 class FedGDState(NamedTuple):
-    """State of `FedGD`: ``x``, the protocol's fields, the ``ledger``."""
+    r"""State of `FedGD`.
+
+    Attributes:
+        x: the server iterate ``(d,)``.
+        iter_num: int32 scalar, server steps taken.
+        error: $\|\nabla f(x)\|_2$ at the server iterate (a monitoring quantity the
+            ledger does not charge).
+        status: int32 `Status`; set to ``SUCCESS`` (0) by ``init`` and never changed by
+            the method (the driver judges convergence and non-finite values).
+        grad: $\nabla f(x)$, ``(d,)``, from the full synchronization that also gives
+            ``error``; the next step moves along it.
+        ledger: the rounds and local gradient calls so far (`ClientLedger`).
+    """
 
     x: jax.Array
     iter_num: jax.Array
@@ -411,8 +437,23 @@ def fed_gd(loss: Callable, m: int, *, stepsize) -> FedGD:
 
 
 class ScaffoldState(NamedTuple):
-    """State of `Scaffold`: ``x``, the protocol's fields, the server control ``c``, the
-    client controls ``controls`` ``(n, d)``, the ``key`` (raw bits), the ``ledger``."""
+    r"""State of `Scaffold`.
+
+    Attributes:
+        x: the server iterate ``(d,)``.
+        iter_num: int32 scalar, server steps taken.
+        error: $\|\nabla f(x)\|_2$ at the server iterate (a monitoring quantity the
+            ledger does not charge).
+        status: int32 `Status`; set to ``SUCCESS`` (0) by ``init`` and never changed by
+            the method (the driver judges convergence and non-finite values).
+        c: the server control variate $c$, ``(d,)``, the running mean of the client
+            controls (zero at the start).
+        controls: the client control variates $c_i$, ``(n, d)`` (option II: updated
+            only for the sampled clients; zero at the start).
+        key: the PRNG key as raw bits (``jax.random.key_data``), split each step for the
+            random $m$-subset.
+        ledger: the rounds and local gradient calls so far (`ClientLedger`).
+    """
 
     x: jax.Array
     iter_num: jax.Array
