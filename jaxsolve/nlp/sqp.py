@@ -92,14 +92,19 @@ class SQPState(NamedTuple):
     r"""State of `sqp`.
 
     Attributes:
-        x: the iterate.
-        iter_num: SQP iterations taken.
+        x: the iterate ``(n,)`` (inside the bounds exactly: clipped).
+        iter_num: int32 scalar, SQP iterations taken.
         error: the KKT residual (module docstring) at ``x`` with multipliers ``y``.
-        status: ``INFEASIBLE`` / ``BREAKDOWN`` when declared, else ``SUCCESS``.
-        f: objective value at ``x``.
-        grad: its gradient.
-        ce, ci: equality and inequality constraint values at ``x`` (``ci <= 0`` wanted).
-        je, ji: their Jacobians.
+        status: int32 `Status`, set by `SQP.step`: ``BREAKDOWN`` when the line search
+            found no acceptable step (and the step was not negligible), ``INFEASIBLE``
+            when the subproblem certified its linearization infeasible, the step has
+            vanished and ``x`` still violates the constraints; else ``SUCCESS``.
+        f: objective value $f(x)$, real scalar.
+        grad: its gradient $\nabla f(x)$, ``(n,)``.
+        ce: the equality constraint values $c_E(x)$, ``(m_E,)`` (``ce = 0`` wanted).
+        ci: the inequality constraint values $c_I(x)$, ``(m_I,)`` (``ci <= 0`` wanted).
+        je: the Jacobian $J_E$ of ``ce`` at ``x``, ``(m_E, n)``.
+        ji: the Jacobian $J_I$ of ``ci`` at ``x``, ``(m_I, n)``.
         y: multipliers of the rows ``[E; I; bounds]`` (OSQP sign convention).
         hess: the positive definite Hessian model $B$.
         penalty: the merit's $\nu$.
@@ -128,8 +133,19 @@ class SQPState(NamedTuple):
 
 
 class SQPInfo(NamedTuple):
-    """Per-step diagnostics: accepted step length, line-search trials, subproblem
-    status and steps, merit value before the step."""
+    """Per-step diagnostics of `sqp`.
+
+    Attributes:
+        step_size: the accepted step length $t \\in (0, 1]$ along $d$ (0 when the line
+            search found none).
+        trials: int32, merit evaluations of the line search (1 when the full step was
+            accepted; ``max_linesearch`` when none was).
+        qp_status: int32 `Status` of the QP subproblem's solve (``SUCCESS`` without
+            constraints, where no subproblem is solved).
+        qp_steps: int32, the subproblem solver's steps (0 without constraints).
+        merit: the $\\ell_1$ merit $\\phi_\\nu(x) = f(x) + \\nu V(x)$ at the step's start,
+            with the step's raised penalty $\\nu$.
+    """
 
     step_size: jax.Array
     trials: jax.Array
