@@ -65,15 +65,27 @@ class AAPGAState(NamedTuple):
     """State of `aapga` / `pga`.
 
     Attributes:
-        x: the last certified iterate (feasible).
-        iter_num: steps taken.
-        error: relative Frank-Wolfe gap of `x` (see the module docstring).
-        status: `BREAKDOWN` if the line search ran out of trials, else `SUCCESS`.
-        iterate, previous: the method's current and previous iterates $x_t, x_{t-1}$.
-        value: $F(x)$. upper: $F(x) + \\mathrm{gap}(x) \\ge \\max_P F$.
-        iterate_value: $F(x_t)$. grad: $g(x_t)$ (PGA reuses it).
-        momentum: $\\alpha_t$. lipschitz: the current $L$.
-        num_grads, num_values: supergradient and function evaluations so far.
+        x: the last certified iterate ``(n,)`` (in $P$; with ``check_every > 1`` the last
+            iterate whose gap was computed).
+        iter_num: int32 scalar, steps taken.
+        error: relative Frank-Wolfe gap of `x`, $\\mathrm{gap}(x)/F(x)$ (see the module
+            docstring).
+        status: int32 `Status`, set by `AAPGA.step`: ``BREAKDOWN`` if the line search ran
+            out of trials at a finite value, else ``SUCCESS``.
+        iterate: the method's current iterate $x_t$ ``(n,)``, in $P$.
+        previous: the previous iterate $x_{t-1}$ (the momentum's other end; set to $x_t$
+            on a restart, so the next extrapolation is zero).
+        value: $F(x)$ at the certified ``x``, real scalar.
+        upper: $F(x) + \\mathrm{gap}(x) \\ge \\max_P F$, the certified upper bound.
+        iterate_value: $F(x_t)$ at ``iterate``.
+        grad: the supergradient $g(x_t)$ ``(n,)`` (PGA steps from it); on AAPGA steps
+            with ``check_every > 1`` that compute no gap it holds $g(y_t)$ at the
+            extrapolated point instead (AAPGA does not read it).
+        momentum: $\\alpha_t$ of the FISTA sequence (1 at the start and after a restart).
+        lipschitz: the current $L$, the one the last line search accepted (the next
+            search starts from ``shrink`` times it).
+        num_grads: int32, supergradient evaluations so far.
+        num_values: int32, function evaluations so far.
     """
 
     x: Any
@@ -93,7 +105,15 @@ class AAPGAState(NamedTuple):
 
 
 class AAPGAInfo(NamedTuple):
-    """Per step: $F(x_{t+1})$, the accepted $L$, line-search trials, evaluations so far."""
+    """Per-step diagnostics of `aapga` / `pga`.
+
+    Attributes:
+        value: $F(x_{t+1})$ at the new iterate (not necessarily the certified ``x``).
+        lipschitz: the $L$ the line search ended with (the accepted one, or the last
+            tried when it ran out of trials).
+        trials: int32, line-search trials this step (function evaluations).
+        num_grads: int32, supergradient evaluations so far (the state's ``num_grads``).
+    """
 
     value: jax.Array
     lipschitz: jax.Array
