@@ -59,13 +59,27 @@ __all__ = ["CMAState", "CMAES", "cma_es", "CMAESSolverState", "CMAESSolver", "cm
 
 
 class CMAState(NamedTuple):
-    """CMA-ES state: mean, step size, covariance with its eigensystem, paths, counters."""
+    r"""CMA-ES state (`CMAES.init` / `CMAES.tell`): the search distribution $N(m, \sigma^2 C)$.
+
+    Attributes:
+        mean: the distribution's mean $m$, ``(n,)``.
+        sigma: the step size $\sigma$, real scalar.
+        C: the covariance $C$, ``(n, n)``, or its diagonal ``(n,)`` when ``separable``.
+        B: the eigenvectors of $C$ as columns, ``(n, n)`` (stale between refreshes, see
+            ``eigen_every``); the lower Cholesky factor $L$ with ``factor="cholesky"``;
+            an unused scalar 1 when ``separable``.
+        D: the square roots of the eigenvalues of $C$, ``(n,)`` (so $C = B D^2 B^\top$);
+            ones with ``factor="cholesky"``; $\sqrt{C_{ii}}$ when ``separable``.
+        pc: the evolution path $p_c$ of the covariance update, ``(n,)``.
+        ps: the conjugate evolution path $p_\sigma$ of the step-size update, ``(n,)``.
+        generation: int32 scalar, generations told so far (`tell` calls).
+    """
 
     mean: jax.Array
     sigma: jax.Array
-    C: jax.Array  # (n, n), or (n,) diagonal when separable
-    B: jax.Array  # eigenvectors (identity when separable); L with factor="cholesky"
-    D: jax.Array  # square roots of the eigenvalues (ones with factor="cholesky")
+    C: jax.Array
+    B: jax.Array
+    D: jax.Array
     pc: jax.Array
     ps: jax.Array
     generation: jax.Array
@@ -252,7 +266,21 @@ def cma_es(
 
 
 class CMAESSolverState(NamedTuple):
-    """`CMAESSolver` state: ``x`` is the best point seen, ``f_x`` its value."""
+    r"""`CMAESSolver` state.
+
+    Attributes:
+        x: the best sample seen so far, ``(n,)`` (``x0`` until a sample beats it).
+        iter_num: int32 scalar, generations taken.
+        error: $\sigma\sqrt{\lambda_{\max}(C)}$ (`CMAES.scale`, from the current, possibly
+            stale, eigensystem), the search distribution's largest standard deviation.
+        status: int32 `Status`, set by `CMAESSolver.step`: ``NONFINITE`` when a whole
+            generation's fitness was NaN, ``BREAKDOWN`` when the distribution collapsed
+            numerically (non-finite scale or condition number above 1e14), else
+            ``SUCCESS``.
+        f_x: the value of ``fun`` at ``x`` (NaN samples are ranked worst, never best).
+        es: the `CMAState` of the search distribution.
+        key: the PRNG key as raw bits (``jax.random.key_data``), split each generation.
+    """
 
     x: jax.Array
     iter_num: jax.Array

@@ -35,14 +35,28 @@ __all__ = ["MAEState", "CMAMAE", "cma_mae"]
 
 
 class MAEState(NamedTuple):
-    """The scheduler's state: both archives, the stacked emitter states, key, counters."""
+    r"""The CMA-MAE scheduler's state (`CMAMAE.init`, `CMAMAE.tell`).
+
+    Attributes:
+        archive: the annealing archive's `ArchiveState` (thresholds $t_e$ move by the
+            learning rate $\alpha$); emitters rank their samples by their value in it.
+        result: the elitist result archive's `ArchiveState`: the best solution ever seen
+            per cell, the archive QD metrics are reported on.
+        emitters: the `CMAState` of every emitter, stacked: each leaf has a leading
+            ``n_emitters`` axis.
+        key: the PRNG key (a typed or raw key, as given to `CMAMAE.init`), split by
+            `CMAMAE.ask` for the samples and by `CMAMAE.tell` for the restart elites.
+        iteration: int32 scalar, `CMAMAE.tell` calls so far (sets the eigensystem refresh
+            schedule).
+        restarts: int32 ``(n_emitters,)``, restarts of each emitter so far.
+    """
 
     archive: ArchiveState
     result: ArchiveState
-    emitters: CMAState  # leaves with a leading n_emitters axis
+    emitters: CMAState
     key: jax.Array
     iteration: jax.Array
-    restarts: jax.Array  # (n_emitters,)
+    restarts: jax.Array
 
 
 class CMAMAE(eqx.Module):

@@ -234,10 +234,30 @@ _LOSSES = ("preference", "robust_preference", "forward_kl", "balanced_forward_kl
 
 
 class GenBOState(NamedTuple):
-    """The loop's state: the model, its optimizer state, the data buffer and the key.
+    r"""The GenBO loop's state (`GenBO.init`, `GenBO.ask`, `GenBO.tell`).
 
-    ``X``/``y``/``log_q_prev``/``observed`` hold every point evaluated so far (a fixed
-    buffer; ``observed`` marks the filled rows); ``best_x``/``best_y`` the best point.
+    ``X``/``y``/``log_q_prev``/``observed`` hold every point evaluated so far in a fixed
+    buffer of ``capacity = n_initial + rounds * batch_size`` rows.
+
+    Attributes:
+        model: the generative model $q$ (an ``equinox`` module with ``log_prob`` and
+            ``sample``), refitted by every `GenBO.ask`.
+        opt_state: the Adam state of the model's inexact-array leaves, carried from one
+            fit to the next.
+        X: ``(capacity, ...)`` the evaluated points (zeros in unfilled rows).
+        y: ``(capacity,)`` their observed values (0 where not observed).
+        log_q_prev: ``(capacity,)`` $\log q_{\text{prev}}(x_i)$, the log density of the
+            proposal each point was drawn from (the prior $p_0$ for the initial points),
+            for the importance weights of the KL losses.
+        observed: bool ``(capacity,)``, the rows holding a finite observation (NaN
+            observations and unfilled rows are kept out of the fit).
+        count: int32 scalar, rows written so far (initial points plus ``batch_size`` per
+            round; may pass ``capacity``, the extra rows then dropped).
+        round: int32 scalar, rounds told so far.
+        best_x: the best finite point observed so far.
+        best_y: its value (``-inf`` while none is finite).
+        key: the PRNG key, split by `GenBO.fit` for the preference pairs and by
+            `GenBO.ask` for the batch.
     """
 
     model: Any
