@@ -60,7 +60,12 @@ __all__ = [
 
 
 class RFF(NamedTuple):
-    """Random Fourier features: ``omega`` ``(D, dim_in)``, ``phase`` ``(D,)``."""
+    """Random Fourier features $\\varphi(z) = \\sqrt{2/D}\\cos(\\Omega z + c)$.
+
+    Attributes:
+        omega: the frequencies $\\Omega$ ``(D, dim_in)``, entries $N(0, \\sigma^{-2})$.
+        phase: the phases $c$ ``(D,)``, uniform on $[0, 2\\pi]$.
+    """
 
     omega: jax.Array
     phase: jax.Array
@@ -122,7 +127,12 @@ def gaussian_mmd2(mean1, cov1, mean2, cov2, bandwidth: float):
 
 
 class Descriptor(NamedTuple):
-    """The affine descriptor map ``d(psi) = clip(A psi + b, -1, 1)``: ``A`` ``(k, D)``, ``b`` ``(k,)``."""
+    """The affine descriptor map ``d(psi) = clip(A psi + b, -1, 1)``.
+
+    Attributes:
+        A: the linear part ``(k, D)`` (scaled principal axes).
+        b: the offset ``(k,)``.
+    """
 
     A: jax.Array
     b: jax.Array
@@ -131,27 +141,43 @@ class Descriptor(NamedTuple):
         return jnp.clip(jnp.asarray(psi) @ self.A.T + self.b, -1.0, 1.0)
 
 
-def fit_descriptors(embeddings, fitness, k: int, *, floor: float = 0.05) -> Descriptor:
-    """Calibrated fitness-weighted PCA of ``embeddings`` ``(n, D)`` to ``k`` descriptors."""
+def fit_descriptors(embeddings, fitness, k: int, *, floor: float = 0.05, mask=None) -> Descriptor:
+    """Calibrated fitness-weighted PCA of ``embeddings`` ``(n, D)`` to ``k`` descriptors.
+
+    ``mask`` ``(n,)`` (optional; True = use the row) fits on a subset of fixed-size
+    arrays under ``jit``, e.g. an archive's occupied cells. Rows with a non-finite
+    embedding are left out as well; non-finite fitness counts as the worst.
+    """
     P = jnp.asarray(embeddings)
     f = jnp.asarray(fitness, P.dtype)
     if P.ndim != 2 or f.shape != (P.shape[0],):
         raise ValueError(f"embeddings (n, D) and fitness (n,) expected, got {P.shape}, {f.shape}")
     if not 1 <= k <= P.shape[1]:
         raise ValueError(f"k must be in [1, D = {P.shape[1]}], got {k}")
-    if is_concrete(f) and not np.any(np.isfinite(np.asarray(f))):
+    m = jnp.ones(f.shape, bool) if mask is None else jnp.asarray(mask, bool)
+    if m.shape != f.shape:
+        raise ValueError(f"mask must have shape {f.shape}, got {m.shape}")
+    if is_concrete(f) and is_concrete(m) and not np.any(np.isfinite(np.asarray(f)[np.asarray(m)])):
         raise ValueError("fitness has no finite value (non-finite entries count as the worst)")
-    f = jnp.where(jnp.isfinite(f), f, jnp.nanmin(jnp.where(jnp.isfinite(f), f, jnp.inf)))
-    spread = jnp.max(f) - jnp.min(f)
-    w = (f - jnp.min(f)) + floor * jnp.where(spread > 0, spread, 1.0)
-    w = w / jnp.sum(w)
+    m = m & jnp.all(jnp.isfinite(P), axis=1)
+    P = jnp.where(m[:, None], P, 0)
+    ok = m & jnp.isfinite(f)
+    fmin = jnp.min(jnp.where(ok, f, jnp.inf))
+    fmax = jnp.max(jnp.where(ok, f, -jnp.inf))
+    fmin, fmax = jnp.where(jnp.any(ok), fmin, 0), jnp.where(jnp.any(ok), fmax, 0)
+    f = jnp.where(ok, f, fmin)
+    spread = fmax - fmin
+    w = jnp.where(m, (f - fmin) + floor * jnp.where(spread > 0, spread, 1.0), 0)
+    w = w / jnp.maximum(jnp.sum(w), jnp.finfo(P.dtype).tiny)
     mu = w @ P
     X = P - mu
     cov = (X * w[:, None]).T @ X
     vals, vecs = jnp.linalg.eigh(cov)
     V = vecs[:, ::-1][:, :k]  # (D, k), largest variance first
     proj = X @ V
-    lo, hi = proj.min(0), proj.max(0)
+    lo = jnp.min(jnp.where(m[:, None], proj, jnp.inf), 0)
+    hi = jnp.max(jnp.where(m[:, None], proj, -jnp.inf), 0)
+    lo, hi = jnp.where(hi > lo, lo, 0), jnp.where(hi > lo, hi, 0)
     scale = 2 / jnp.where(hi > lo, hi - lo, 1.0)
     A = (V * scale).T
     b = -1 - lo * scale - (mu @ V) * scale
