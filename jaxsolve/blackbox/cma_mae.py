@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsolve.blackbox.archives import ArchiveState, GridArchive, grid_archive
+from jaxsolve.blackbox.archives import ArchiveState, CellArchive, grid_archive
 from jaxsolve.blackbox.cma_es import CMAES, CMAState, cma_es
 
 __all__ = ["MAEState", "CMAMAE", "cma_mae"]
@@ -62,8 +62,8 @@ class MAEState(NamedTuple):
 class CMAMAE(eqx.Module):
     """The CMA-MAE scheduler; build it with `cma_mae`."""
 
-    archive: GridArchive
-    result_archive: GridArchive
+    archive: CellArchive
+    result_archive: CellArchive
     es: CMAES
     n_emitters: int = eqx.field(static=True)
 
@@ -164,8 +164,9 @@ class CMAMAE(eqx.Module):
 def cma_mae(
     *,
     solution_dim: int,
-    dims: Any,
-    ranges: Any,
+    dims: Any = None,
+    ranges: Any = None,
+    archive: CellArchive | None = None,
     n_emitters: int = 15,
     batch_size: int = 36,
     sigma0: float = 0.5,
@@ -180,7 +181,11 @@ def cma_mae(
     Args:
         solution_dim: length of a solution.
         dims: cells per measure axis of the archive's grid.
-        ranges: ``(low, high)`` per measure axis.
+        ranges: ``(low, high)`` per measure axis (with ``dims``).
+        archive: instead of ``dims`` and ``ranges``, any `CellArchive` (a `GridArchive`
+            or a `CVTArchive`) giving the cells; its own CMA-MAE settings are replaced
+            by ``learning_rate`` and ``threshold_min`` here (`CellArchive.with_thresholds`),
+            and the result archive is the same cells, elitist.
         n_emitters: number of CMA-ES emitters.
         batch_size: samples per emitter per iteration.
         sigma0: initial (and restart) step size.
@@ -202,17 +207,22 @@ def cma_mae(
             or v < (1 if name == "n_emitters" else 2)
         ):
             raise ValueError(f"{name} must be a positive int (batch_size >= 2), got {v!r}")
-    archive = grid_archive(
-        solution_dim=solution_dim,
-        dims=dims,
-        ranges=ranges,
-        learning_rate=learning_rate,
-        threshold_min=threshold_min,
-        qd_score_offset=qd_score_offset,
-    )
-    result = grid_archive(
-        solution_dim=solution_dim, dims=dims, ranges=ranges, qd_score_offset=qd_score_offset
-    )
+    if archive is None:
+        if dims is None or ranges is None:
+            raise ValueError("give dims and ranges (a grid archive), or archive")
+        archive = grid_archive(
+            solution_dim=solution_dim, dims=dims, ranges=ranges, qd_score_offset=qd_score_offset
+        )
+    elif not isinstance(archive, CellArchive):
+        raise ValueError(f"archive must be a CellArchive, got {type(archive).__name__}")
+    elif dims is not None or ranges is not None:
+        raise ValueError("give either archive or dims and ranges, not both")
+    elif archive.solution_dim != solution_dim:
+        raise ValueError(
+            f"archive has solution_dim {archive.solution_dim}, but solution_dim is {solution_dim}"
+        )
+    result = archive.with_thresholds(qd_score_offset=qd_score_offset)
+    archive = archive.with_thresholds(learning_rate, threshold_min, qd_score_offset)
     es = cma_es(
         solution_dim, popsize=batch_size, sigma0=sigma0, eigen_every=eigen_every, factor=factor
     )
