@@ -163,7 +163,7 @@ def run_size(n, n_eq, n_ineq, batch, repeat, peer):
 
     # reference: ours at 1e-11 (polished), checked against polished OSQP on a few examples
     # (the polytope is a jit argument: closing over it makes XLA constant-fold the factors)
-    ref_fn = jax.jit(lambda y, x, P: project(y, P.update(b=x), tol=1e-11, steps=20000).x)
+    ref_fn = jax.jit(lambda y, x, P: project(y, P.update(b=x), tol=1e-11, max_steps=20000).x)
     xref = np.asarray(ref_fn(Yj, Xj, poly))
     k_osqp = 4 if n <= 100 else 2
     t0 = time.perf_counter()
@@ -185,7 +185,7 @@ def run_size(n, n_eq, n_ineq, batch, repeat, peer):
         return float(cv), float(np.abs(x - xref[rows]).max())
 
     ladder = [1e-6, 1e-7, 1e-8, 1e-9, 1e-10]
-    fwd = jax.jit(lambda y, x, P, tol: project(y, P.update(b=x), tol=tol, steps=5000))
+    fwd = jax.jit(lambda y, x, P, tol: project(y, P.update(b=x), tol=tol, max_steps=5000))
     i = 0
     while i < len(ladder) - 1:
         cv, err = quality_rows(fwd(Yj[probe], Xj[probe], poly, ladder[i]).x, probe)
@@ -206,7 +206,7 @@ def run_size(n, n_eq, n_ineq, batch, repeat, peer):
     grad = jax.jit(
         jax.grad(
             lambda y, x, w, P, tol, **kw: jnp.sum(
-                w * project(y, P.update(b=x), tol=tol, steps=5000, **kw).x
+                w * project(y, P.update(b=x), tol=tol, max_steps=5000, **kw).x
             )
         ),
         # backward_tol is static: the Douglas-Rachford backward keeps it in its (static)
@@ -215,7 +215,7 @@ def run_size(n, n_eq, n_ineq, batch, repeat, peer):
     )
     g, t_fb, c_fb = _timed(grad, Yj, Xj, Wj, poly, tol, repeat=repeat)
     # the backward alone: the VJP function of one forward, applied (residuals precomputed)
-    _, vjp_fn = jax.vjp(lambda y: project(y, poly.update(b=Xj), tol=tol, steps=5000).x, Yj)
+    _, vjp_fn = jax.vjp(lambda y: project(y, poly.update(b=Xj), tol=tol, max_steps=5000).x, Yj)
     _, t_bwd, _ = _timed(jax.jit(lambda f, w: f(w)), vjp_fn, Wj, repeat=repeat)
     # the forward once more, after the others (the load of a shared machine drifts)
     t_fwd = min(t_fwd, _timed(fwd, Yj, Xj, poly, tol, repeat=repeat)[1])
@@ -398,14 +398,14 @@ def float32_table(path, sizes):
         Y = jax.random.normal(jax.random.key(1), (batch, n))
         poly = prob.polytope().factorize()
         x64 = np.asarray(
-            jax.jit(lambda y, x, P: project(y, P.update(b=x), tol=1e-11, steps=20000).x)(
+            jax.jit(lambda y, x, P: project(y, P.update(b=x), tol=1e-11, max_steps=20000).x)(
                 Y, prob.X, poly
             )
         )
         poly32 = jax.tree.map(
             lambda a: a.astype(jnp.float32) if eqx.is_inexact_array(a) else a, poly
         )
-        fn = jax.jit(lambda y, x, P: project(y, P.update(b=x), steps=5000))
+        fn = jax.jit(lambda y, x, P: project(y, P.update(b=x), max_steps=5000))
         args32 = (Y.astype(jnp.float32), prob.X.astype(jnp.float32), poly32)
         jax.block_until_ready(fn(*args32))
         t0 = time.perf_counter()

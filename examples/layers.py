@@ -95,7 +95,7 @@ def run(out_dir: pathlib.Path) -> list[dict]:
     empty = Polytope(
         A=jnp.array([[1.0, 1.0, 0.0]]), b=jnp.array([3.0]), lb=jnp.zeros(3), ub=jnp.ones(3)
     )
-    sol3 = project(jnp.array([0.2, 0.4, 0.9]), empty, steps=5000)
+    sol3 = project(jnp.array([0.2, 0.4, 0.9]), empty, max_steps=5000)
     rows.append(
         {
             "problem": "x1 + x2 = 3 in [0,1]^3 (empty)",

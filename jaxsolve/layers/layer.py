@@ -25,18 +25,18 @@ class ProjectionLayer(eqx.Module):
     ``eqx.partition``) so that weight decay never touches them.
 
     ``polytope`` is the constraint set (its data are defaults, overridable per call);
-    ``steps``, ``tol``, ``sigma``, ``omega``, ``backward`` and ``backward_steps`` are as
+    ``max_steps``, ``tol``, ``sigma``, ``omega``, ``backward`` and ``backward_steps`` are as
     in `project` (static configuration of the layer).
 
-    Call: ``layer(y, b=None, l=None, u=None, lb=None, ub=None, warm=None,
+    Call: ``layer(y, b=None, l=None, u=None, lb=None, ub=None, warm_start=None,
     return_solution=False)`` with ``y`` of shape ``(..., n)`` and optional per-example
     data returns the projections ``x``, as a network layer does; with
     ``return_solution=True`` it returns `project`'s whole `jaxsolve.Solution` (statuses,
-    residuals, the governing sequence for ``warm``).
+    residuals, the governing sequence for ``warm_start``).
     """
 
     polytope: Polytope
-    steps: int = eqx.field(static=True, default=1000)
+    max_steps: int = eqx.field(static=True, default=1000)
     tol: float | None = eqx.field(static=True, default=None)
     sigma: float | None = eqx.field(static=True, default=None)
     omega: float = eqx.field(static=True, default=1.7)
@@ -47,7 +47,7 @@ class ProjectionLayer(eqx.Module):
         self,
         polytope: Polytope,
         *,
-        steps: int = 1000,
+        max_steps: int = 1000,
         tol: float | None = None,
         sigma: float | None = None,
         omega: float = 1.7,
@@ -59,7 +59,7 @@ class ProjectionLayer(eqx.Module):
                 f"polytope must be a jaxsolve.layers.Polytope, got {type(polytope).__name__}"
             )
         self.polytope = polytope if polytope.factors is not None else polytope.factorize()
-        self.steps, self.tol, self.sigma, self.omega = steps, tol, sigma, omega
+        self.max_steps, self.tol, self.sigma, self.omega = max_steps, tol, sigma, omega
         self.backward, self.backward_steps = backward, backward_steps
 
     def __call__(
@@ -71,7 +71,7 @@ class ProjectionLayer(eqx.Module):
         u=None,
         lb=None,
         ub=None,
-        warm=None,
+        warm_start=None,
         return_solution: bool = False,
     ):
         data = {k: v for k, v in dict(b=b, l=l, u=u, lb=lb, ub=ub).items() if v is not None}
@@ -79,9 +79,9 @@ class ProjectionLayer(eqx.Module):
         sol = project(
             y,
             poly,
-            steps=self.steps,
+            max_steps=self.max_steps,
             tol=self.tol,
-            warm=warm,
+            warm_start=warm_start,
             sigma=self.sigma,
             omega=self.omega,
             backward=self.backward,

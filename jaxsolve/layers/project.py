@@ -37,7 +37,7 @@ Pinet solver's optimality condition at each lane's end
   solved matrix-free per example (BiCGSTAB, GMRES, or fixed-point sweeps
   $\xi \leftarrow \partial_s T^\top \xi + P\bar z$, Pinet's ``fpi``). At the
   same active set both give the same derivative.
-* ``"unroll"``: exactly ``steps`` steps in a ``lax.scan``, differentiated through.
+* ``"unroll"``: exactly ``max_steps`` steps in a ``lax.scan``, differentiated through.
 
 Unlike the ``pinet-hcnn`` package, cotangents reach ``b, l, u, lb, ub`` as well as
 ``y``. ``A`` and ``C`` are structure: no gradient flows to them.
@@ -175,9 +175,9 @@ def project(
     y: jax.Array,
     polytope: Polytope,
     *,
-    steps: int = 1000,
+    max_steps: int = 1000,
     tol: float | None = None,
-    warm: jax.Array | None = None,
+    warm_start: Solution | jax.Array | None = None,
     sigma: float | None = None,
     omega: float = 1.7,
     backward: str = "kkt",
@@ -199,7 +199,7 @@ def project(
     (Grontas, Terpin et al., arXiv 2508.10480), run on the whole batch until, for each
     example, the fixed-point residual (a bound on the violation of ``x``) is at most
     ``tol``, or the polish on the identified active set gives a point that satisfies
-    the KKT conditions to ``tol`` (module docstring), or ``steps`` steps.
+    the KKT conditions to ``tol`` (module docstring), or ``max_steps`` steps.
 
     Batching: ``y`` is ``(..., n)``; ``b, l, u, lb, ub`` in ``polytope`` may carry their
     own leading batch shapes; all broadcast together. The factorization of ``A``/``C``
@@ -207,16 +207,16 @@ def project(
 
     Differentiation: reverse and forward mode by the implicit function theorem, the
     driver's adjoint (module docstring), giving cotangents for ``y``, ``b``, ``l``, ``u``,
-    ``lb``, ``ub``; ``backward="unroll"`` instead runs exactly ``steps`` steps of the
+    ``lb``, ``ub``; ``backward="unroll"`` instead runs exactly ``max_steps`` steps of the
     per-example solver in a ``lax.scan`` and backpropagates through them (forward mode
     works too).
 
     Args:
         y: points to project, ``(..., n)``, floating.
         polytope: the constraint set (its data may be batched).
-        steps: maximal number of Douglas-Rachford steps (static).
+        max_steps: maximal number of Douglas-Rachford steps (static).
         tol: tolerance on the residual (default `default_project_tol`).
-        warm: where to start: an earlier call's `Solution` (or its ``state``, the
+        warm_start: where to start: an earlier call's `Solution` (or its ``state``, the
             governing sequence ``(..., n + m)``).
         sigma: Douglas-Rachford step (twice Pinet's); default `auto_sigma`.
         omega: relaxation in (0, 2).
@@ -249,7 +249,7 @@ def project(
           $\|D_c(t - z)\|_\infty / \max(1, \|D_c z\|_\infty)$, so the returned point
           violates the constraints by at most ``error * max(1, |(x, Cx)|_inf)``;
         - ``state``: the final governing sequence $s$, ``(..., n + m)``, without
-          gradient: pass it as ``warm=`` to the next call.
+          gradient: pass it as ``warm_start=`` to the next call.
 
     In a network, take ``project(y, polytope).x`` (or use `ProjectionLayer`).
     """
@@ -264,8 +264,8 @@ def project(
         raise ValueError(f"y must have shape (..., {n}) to match the polytope, got {y.shape}")
     if 0 in y.shape:
         raise ValueError(f"y has an empty axis (shape {y.shape})")
-    if isinstance(steps, bool) or not isinstance(steps, int | np.integer) or steps < 1:
-        raise ValueError(f"steps must be a positive int, got {steps!r}")
+    if isinstance(max_steps, bool) or not isinstance(max_steps, int | np.integer) or max_steps < 1:
+        raise ValueError(f"max_steps must be a positive int, got {max_steps!r}")
     if backward not in _BACKWARDS:
         raise ValueError(f"backward must be one of {_BACKWARDS}, got {backward!r}")
     if isinstance(backward_steps, bool) or not isinstance(backward_steps, int | np.integer):
@@ -297,14 +297,13 @@ def project(
     factors = polytope.factors.astype(dtype)
     N = n + polytope.m
     lo, hi, b = polytope.lifted_bounds(dtype)
-    if isinstance(warm, Solution):
-        warm = warm.state
+    warm = warm_start.state if isinstance(warm_start, Solution) else warm_start
     if warm is not None:
-        check_floating("warm", warm)
+        check_floating("warm_start", warm)
         warm = jnp.asarray(warm, dtype)
         if warm.ndim == 0 or warm.shape[-1] != N:
             raise ValueError(
-                f"warm must have shape (..., {N}) (a previous Solution.state), got {warm.shape}"
+                f"warm_start must have shape (..., {N}) (a previous Solution.state), got {warm.shape}"
             )
     if tol is None:
         tol = default_project_tol(dtype)
@@ -322,7 +321,7 @@ def project(
         bounds=polytope.lb is not None or polytope.ub is not None,
     )
     cfg = Config(
-        int(steps),
+        int(max_steps),
         "point" if warm is None else "governing",
         backward,
         int(backward_steps),

@@ -58,7 +58,7 @@ def _gradient(args: ProjectionArgs):
 
     def loss_unrolled(theta):
         y, b = theta
-        x = project(y, _POLY.update(b=b), steps=600, backward="unroll").x
+        x = project(y, _POLY.update(b=b), max_steps=600, backward="unroll").x
         return jnp.vdot(w, x)
 
     return (args.y, args.b), loss_implicit, loss_unrolled

@@ -61,7 +61,7 @@ def problem():
 
 def test_forward_matches_exact_projection_float64(problem):
     data, y, poly, refs = problem
-    sol = project(y, poly, tol=1e-10, steps=20000)
+    sol = project(y, poly, tol=1e-10, max_steps=20000)
     x = sol.x
     assert x.shape == (B, N) and x.dtype == jnp.float64
     assert np.all(np.asarray(sol.status) == Status.SUCCESS), sol.status
@@ -79,7 +79,7 @@ def test_batched_forward_runs_the_solvers_own_step(problem):
     """Without the polish every lane of `project` is the Pinet solver's own iteration
     (`PinetProjection.init` / `step`, by the driver's loop) run for that lane's steps."""
     data, y, poly, _ = problem
-    sol = project(y, poly, tol=1e-9, steps=20000, polish=False)
+    sol = project(y, poly, tol=1e-9, max_steps=20000, polish=False)
     x = sol.x
     assert np.all(np.asarray(sol.status) == Status.SUCCESS)
     lo, hi, b = poly.lifted_bounds(y.dtype)
@@ -126,7 +126,7 @@ def test_dc3_family_polished_matches_exact_projection_and_single_calls():
 def test_float32_keeps_dtype_and_violation(problem):
     data, y, poly, refs = problem
     poly32 = Polytope(**{k: v.astype(jnp.float32) for k, v in data.items()})
-    sol = project(y.astype(jnp.float32), poly32, steps=3000)
+    sol = project(y.astype(jnp.float32), poly32, max_steps=3000)
     x = sol.x
     assert x.dtype == jnp.float32 and sol.state.dtype == jnp.float32
     assert np.all(np.asarray(sol.status) == Status.SUCCESS), sol.status
@@ -196,7 +196,7 @@ def test_float32_violation_dc3_large():
     viol = _violation64(x, *data)
     assert viol.max() <= 1e-5, viol.max()
     A, G, h, X = data
-    x64 = project(y.astype(jnp.float64), Polytope(A=A, b=X, C=G, u=h), tol=1e-11, steps=20000).x
+    x64 = project(y.astype(jnp.float64), Polytope(A=A, b=X, C=G, u=h), tol=1e-11, max_steps=20000).x
     assert np.abs(np.asarray(x, np.float64) - np.asarray(x64)).max() <= 1e-4
 
 
@@ -215,9 +215,9 @@ def test_vjp_matches_finite_differences_and_unrolled(problem):
     names = ("y", "b", "l", "u", "lb", "ub")
     theta = (y, *(data[k] for k in names[1:]))
     w = jax.random.normal(jax.random.key(7), (B, N))
-    f = lambda t: _loss(t, poly, w, tol=1e-13, steps=20000)
+    f = lambda t: _loss(t, poly, w, tol=1e-13, max_steps=20000)
     implicit = jax.grad(f)(theta)
-    unrolled = jax.grad(lambda t: _loss(t, poly, w, steps=2000, backward="unroll"))(theta)
+    unrolled = jax.grad(lambda t: _loss(t, poly, w, max_steps=2000, backward="unroll"))(theta)
     nonzero = 0
     for i, name in enumerate(names):
         d = jax.random.normal(jax.random.key(10 + i), theta[i].shape)
@@ -244,7 +244,7 @@ def test_other_backward_solvers(problem, backward):
 
     def loss(theta, **kw):
         yy, b, u, lb = theta
-        x = project(yy, poly.update(b=b, u=u, lb=lb), tol=1e-12, steps=20000, **kw).x
+        x = project(yy, poly.update(b=b, u=u, lb=lb), tol=1e-12, max_steps=20000, **kw).x
         return jnp.vdot(w, x)
 
     theta = (y, data["b"], data["u"], data["lb"])
@@ -288,7 +288,7 @@ def _mixed_batch(dtype):
 def test_infeasible_polytopes_are_reported_not_iterated(dtype):
     poly, expected = _mixed_batch(dtype)
     y = jax.random.normal(jax.random.key(0), (len(expected), 5), dtype)
-    sol = project(y, poly, steps=5000)
+    sol = project(y, poly, max_steps=5000)
     x = sol.x
     assert list(np.asarray(sol.status)) == [int(e) for e in expected]
     infeasible = np.asarray(expected) == Status.INFEASIBLE
@@ -304,34 +304,34 @@ def test_broadcasting_matches_single_projections(problem):
     shared = {k: data[k][0] for k in ("l", "u", "lb", "ub")}
     base = poly.update(b=data["b"][:3], **shared)
     Y = jnp.stack([y[:3], y[3:6]])
-    x = project(Y, base, tol=1e-11, steps=20000).x
+    x = project(Y, base, tol=1e-11, max_steps=20000).x
     assert x.shape == (2, 3, N)
     for i in range(2):
         for j in range(3):
-            single = project(Y[i, j], base.update(b=data["b"][j]), tol=1e-11, steps=20000).x
+            single = project(Y[i, j], base.update(b=data["b"][j]), tol=1e-11, max_steps=20000).x
             np.testing.assert_allclose(np.asarray(x[i, j]), np.asarray(single), atol=1e-12)
 
 
 def test_warm_start_reuses_the_governing_sequence(problem):
     data, y, poly, _ = problem
-    sol = project(y, poly, tol=1e-10, steps=20000)
+    sol = project(y, poly, tol=1e-10, max_steps=20000)
     x = sol.x
-    sol2 = project(y, poly, tol=1e-10, steps=20000, warm=sol.state)
+    sol2 = project(y, poly, tol=1e-10, max_steps=20000, warm_start=sol.state)
     x2 = sol2.x
     assert int(np.max(sol2.num_steps)) <= 2
     np.testing.assert_allclose(np.asarray(x2), np.asarray(x), atol=1e-9)
     y3 = y + 1e-3 * jax.random.normal(jax.random.key(5), y.shape)
-    cold = project(y3, poly, tol=1e-10, steps=20000)
-    warm = project(y3, poly, tol=1e-10, steps=20000, warm=sol.state)
+    cold = project(y3, poly, tol=1e-10, max_steps=20000)
+    warm = project(y3, poly, tol=1e-10, max_steps=20000, warm_start=sol.state)
     assert int(np.sum(warm.num_steps)) < int(np.sum(cold.num_steps))
     # the previous Solution itself is a warm start
-    same = project(y3, poly, tol=1e-10, steps=20000, warm=sol)
+    same = project(y3, poly, tol=1e-10, max_steps=20000, warm_start=sol)
     np.testing.assert_array_equal(np.asarray(same.num_steps), np.asarray(warm.num_steps))
 
 
 def test_nan_input_is_nonfinite_not_success(problem):
     data, y, poly, _ = problem
-    sol = project(y.at[1, 2].set(jnp.nan), poly, steps=20000)
+    sol = project(y.at[1, 2].set(jnp.nan), poly, max_steps=20000)
     st = np.asarray(sol.status)
     assert st[1] == Status.NONFINITE and np.all(st[[0, 2, 3, 4, 5]] == Status.SUCCESS)
 
