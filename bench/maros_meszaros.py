@@ -330,8 +330,11 @@ def main(argv=None):
             continue
         fref = _objective(qp, xr)
         res = {}
-        xo, oko, so, to, tc = run_ours(qp, TOL, ns.max_steps, ns.once)
-        res["FlexQP"] = (*judge(qp, xo, oko, fref), so, to)
+        try:
+            xo, oko, so, to, tc = run_ours(qp, TOL, ns.max_steps, ns.once)
+            res["FlexQP"] = (*judge(qp, xo, oko, fref), so, to)
+        except ValueError as e:  # refused up front (VALUES: P is indefinite, -1.3e-5)
+            res["FlexQP"], tc = (False, str(e).split(":")[0], "refused", 0.0), 0.0
         try:
             x1, ok1, s1, t1 = run_osqp(qp, TOL)
             res["OSQP"] = (*judge(qp, x1, ok1, fref), s1, t1)

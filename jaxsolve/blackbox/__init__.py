@@ -1,10 +1,14 @@
-"""Black-box and quality-diversity search: CMA-ES, grid archives, CMA-MAE, AutoQD descriptors, generative batch BO."""
+"""Black-box and quality-diversity search: CMA-ES, grid and CVT archives, CMA-MAE, AutoQD, generative batch BO."""
 
 from jaxsolve.blackbox.archives import (
     AddInfo,
     ArchiveState,
     ArchiveStats,
+    CellArchive,
+    CVTArchive,
     GridArchive,
+    cvt_archive,
+    cvt_centroids,
     grid_archive,
 )
 from jaxsolve.blackbox.autoqd import (
@@ -18,6 +22,13 @@ from jaxsolve.blackbox.autoqd import (
     rff_features,
     vendi_score,
 )
+from jaxsolve.blackbox.autoqd_driver import (
+    AutoQD,
+    AutoQDHistory,
+    AutoQDResult,
+    AutoQDState,
+    autoqd,
+)
 from jaxsolve.blackbox.cma_es import (
     CMAES,
     CMAESSolver,
@@ -27,6 +38,14 @@ from jaxsolve.blackbox.cma_es import (
     cma_es_solver,
 )
 from jaxsolve.blackbox.cma_mae import CMAMAE, MAEState, cma_mae, sphere_linear_projection
+from jaxsolve.blackbox.envs import (
+    EnvState,
+    PointMass,
+    Policy,
+    Rollout,
+    linear_policy,
+    mlp_policy,
+)
 from jaxsolve.blackbox.genbo import (
     DiagonalGaussian,
     GenBO,
@@ -71,6 +90,21 @@ __all__ = [
     "rff_features",
     "vendi_score",
     "AddInfo",
+    "AutoQD",
+    "AutoQDHistory",
+    "AutoQDResult",
+    "AutoQDState",
+    "CVTArchive",
+    "CellArchive",
+    "EnvState",
+    "PointMass",
+    "Policy",
+    "Rollout",
+    "autoqd",
+    "cvt_archive",
+    "cvt_centroids",
+    "linear_policy",
+    "mlp_policy",
     "ArchiveState",
     "ArchiveStats",
     "CMAES",
