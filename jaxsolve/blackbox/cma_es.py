@@ -324,7 +324,8 @@ class CMAESSolver(AbstractSolver):
         # some NaN samples are ranked worst; a generation of nothing but NaN means the
         # objective cannot be evaluated here: NONFINITE, not a search that goes on blind
         all_nan = jnp.all(jnp.isnan(f))
-        better = fw[i] < state.f_x
+        # a NaN at the start (fun(x0)) is the worst value too: any finite sample beats it
+        better = (fw[i] < state.f_x) | (jnp.isnan(state.f_x) & ~jnp.isnan(f[i]))
         x = jnp.where(better, X[i], state.x)
         f_x = jnp.where(better, fw[i], state.f_x)
         # a search that collapsed numerically cannot continue: BREAKDOWN, not a silent stall

@@ -137,6 +137,19 @@ def test_cma_es_ask_tell_and_nan_fitness():
         cma_es(4, popsize=1)
 
 
+def test_cma_es_solver_leaves_a_nan_start():
+    """fun(x0) = NaN is the worst value: the first finite sample replaces it as the best
+    (it stayed at x0 and NaN for the whole run, since nothing compares below NaN)."""
+
+    def fun(x, args):
+        return jnp.where(jnp.all(x == 0), jnp.nan, jnp.sum((x - 1.0) ** 2))
+
+    sol = jaxsolve.solve(cma_es_solver(fun, 3, sigma0=0.5), jnp.zeros(3), None, max_steps=200)
+    assert np.isfinite(float(sol.state.f_x))
+    np.testing.assert_allclose(float(sol.state.f_x), float(fun(sol.x, None)))
+    assert float(sol.state.f_x) < 1e-3
+
+
 def _ribs_sphere(n, iters, seed):
     from peers.pyribs import cma_mae_scheduler
 
