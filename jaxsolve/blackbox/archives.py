@@ -448,13 +448,13 @@ def _lloyd(samples, init, iterations: int, chunk: int):
 
 
 def cvt_centroids(
-    key,
+    key: jax.Array,
     ranges: Any,
     cells: int,
     *,
     samples: Any = 100_000,
     iterations: int = 100,
-    dtype=None,
+    dtype: Any = None,
 ) -> jax.Array:
     r"""``(cells, measure_dim)`` centroids of an approximate CVT of the ``ranges`` box.
 
@@ -521,7 +521,7 @@ def cvt_archive(
     centroids: Any = None,
     samples: Any = 100_000,
     iterations: int = 100,
-    key=None,
+    key: jax.Array | None = None,
     seed: int = 0,
 ) -> CVTArchive:
     """A `CVTArchive` with pyribs' argument names and checks.

@@ -238,18 +238,20 @@ def project(
             the violation comes down to that of the exact projection rounded to float32.
 
     Returns:
-        A `jaxsolve.Solution`, every field batched like ``x``:
+        A `jaxsolve.Solution`, every field batched like ``x`` (its fields below).
 
-        - ``x``: the projections, broadcast batch shape + ``(n,)`` (differentiable);
-        - ``status``: `Status` codes: ``SUCCESS``, ``INFEASIBLE`` (empty polytope, by the
-          certificate), ``MAX_STEPS``, ``NONFINITE``; failures are statuses, never
-          exceptions inside ``jit``;
-        - ``num_steps``: Douglas-Rachford steps taken;
-        - ``error``: the final relative fixed-point residual
-          $\|D_c(t - z)\|_\infty / \max(1, \|D_c z\|_\infty)$, so the returned point
-          violates the constraints by at most ``error * max(1, |(x, Cx)|_inf)``;
-        - ``state``: the final governing sequence $s$, ``(..., n + m)``, without
-          gradient: pass it as ``warm_start=`` to the next call.
+    The fields of the returned `jaxsolve.Solution`:
+
+    - ``x``: the projections, broadcast batch shape + ``(n,)`` (differentiable);
+    - ``status``: `Status` codes: ``SUCCESS``, ``INFEASIBLE`` (empty polytope, by the
+      certificate), ``MAX_STEPS``, ``NONFINITE``; failures are statuses, never
+      exceptions inside ``jit``;
+    - ``num_steps``: Douglas-Rachford steps taken;
+    - ``error``: the final relative fixed-point residual
+      $\|D_c(t - z)\|_\infty / \max(1, \|D_c z\|_\infty)$, so the returned point
+      violates the constraints by at most ``error * max(1, |(x, Cx)|_inf)``;
+    - ``state``: the final governing sequence $s$, ``(..., n + m)``, without
+      gradient: pass it as ``warm_start=`` to the next call.
 
     In a network, take ``project(y, polytope).x`` (or use `ProjectionLayer`).
     """
