@@ -89,6 +89,10 @@ with ``state_actions`` ``(T, dim)``, ``ret`` (scalar, higher is better) and
 function of its arguments (jit/vmap). A NaN return or embedding (e.g. NaN parameters)
 is never inserted. Returns are not shifted: with ``threshold_min = 0`` (the default)
 only policies of positive return enter the annealing archive.
+
+One module, just over 500 lines: the iteration, the refit and the rebuild all read and
+write the same twin-archive layout of `AutoQDState`; split, each would import its
+internals.
 """
 
 from __future__ import annotations
