@@ -114,7 +114,7 @@ from jaxsolve.blackbox.autoqd import (
     rff_embedding,
 )
 from jaxsolve.blackbox.cma_mae import CMAMAE, MAEState, cma_mae
-from jaxsolve.core.validation import check_key
+from jaxsolve.core.validation import check_int, check_key
 
 __all__ = ["AutoQDState", "AutoQDHistory", "AutoQDResult", "AutoQD", "autoqd"]
 
@@ -354,12 +354,6 @@ def _probe(env, policy, x0):
     return jax.eval_shape(one, x0)
 
 
-def _positive_int(name: str, v, minimum: int = 1) -> int:
-    if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {v!r}")
-    return int(v)
-
-
 def _positive_float(name: str, v) -> float:
     try:
         f = float(v)
@@ -396,11 +390,11 @@ def _build(
         )
     if not callable(policy):
         raise TypeError(f"policy must be callable as policy(params, obs), got {policy!r}")
-    iterations = _positive_int("iterations", iterations)
-    refit_every = _positive_int("refit_every", refit_every)
-    n_rollouts = _positive_int("n_rollouts", n_rollouts)
-    n_features = _positive_int("n_features", n_features)
-    k = _positive_int("k", k)
+    iterations = check_int("iterations", iterations)
+    refit_every = check_int("refit_every", refit_every)
+    n_rollouts = check_int("n_rollouts", n_rollouts)
+    n_features = check_int("n_features", n_features)
+    k = check_int("k", k)
     if k > n_features:
         raise ValueError(f"k must be <= n_features = {n_features}, got {k}")
     bandwidth = _positive_float("bandwidth", bandwidth)

@@ -103,6 +103,14 @@ def check_shape(name: str, x, shape: tuple) -> None:
         raise ValueError(f"{name} must have shape {want}, got {xs}")
 
 
+def check_int(name: str, value, minimum: int = 1) -> int:
+    """Validate a static integer (a size, a step count) before any tracing: a Python or
+    NumPy int (not a bool) of at least ``minimum``; returns it as ``int``."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
+    return int(value)
+
+
 def check_positive(name: str, value, *, allow_none: bool = False, strict: bool = True) -> None:
     """Raise ``ValueError`` if a concrete ``value`` is not (strictly) positive."""
     if value is None:

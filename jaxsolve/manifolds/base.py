@@ -53,6 +53,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from jaxsolve.core.validation import check_int  # noqa: F401  (the manifolds import it from here)
+
 __all__ = [
     "Manifold",
     "tree_add",
@@ -196,10 +198,3 @@ def sym(a):
 def skew(a):
     """The skew-symmetric part ``(a - a^T) / 2`` (over the last two axes)."""
     return 0.5 * (a - jnp.swapaxes(a, -1, -2))
-
-
-def check_int(name: str, value, minimum: int = 1) -> int:
-    """Validate a static integer size before any tracing."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
-    return int(value)
