@@ -39,6 +39,7 @@ FAMILIES = (
     "losses",
     "second_order",
     "distributed",
+    "nlp",
 )
 
 
@@ -50,6 +51,7 @@ COST = {
     ("qp", 1): 20,
     ("qp", 3): 15,
     "first_order": 11,
+    "nlp": 11,
     "layers": 9,
     "second_order": 9,
     "submodular": 8,
