@@ -40,6 +40,7 @@ FAMILIES = (
     "second_order",
     "distributed",
     "nlp",
+    "guidance",
 )
 
 
@@ -65,6 +66,7 @@ COST = {
     "distributed": 5,
     "frank_wolfe": 3,
     "regret": 3,
+    "guidance": 3,
 }
 
 
