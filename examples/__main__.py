@@ -85,7 +85,7 @@ def main(argv=None) -> int:
     families = [f for f in FAMILIES if not ns.only or f in ns.only]
     out = pathlib.Path(ns.out)
     out.mkdir(parents=True, exist_ok=True)
-    start = time.perf_counter()
+    start, wall_start = time.perf_counter(), time.time() - 1
     nparts = {fam: parts(fam) for fam in families}
     tasks = [(fam, i) for fam in families for i in range(nparts[fam])]
     label = lambda fam, i: fam if nparts[fam] == 1 else f"{fam} (part {i + 1}/{nparts[fam]})"
@@ -119,8 +119,9 @@ def main(argv=None) -> int:
     print()
     text = print_table(rows)
     (out / "table.md").write_text(text + "\n")
-    if plot_histories(rows, out / "convergence.png"):
-        print(f"\nconvergence plot: {out / 'convergence.png'}")
+    plot_histories(rows, out / "convergence.png")
+    written = sorted(p for p in out.rglob("*") if p.is_file() and p.stat().st_mtime >= wall_start)
+    print(f"\nfiles written ({len(written)}): " + ", ".join(str(p) for p in written))
     total = time.perf_counter() - start
     print(
         f"\nseconds per family, wall / CPU (compilation included; {ns.jobs} workers, "

@@ -99,31 +99,39 @@ def print_table(rows: list[dict]) -> str:
 
 
 def plot_histories(rows: list[dict], path: pathlib.Path) -> bool:
-    """Save the rows' convergence histories in one semilog plot (False: none to plot)."""
-    curves = [
-        (f"{r['family']}: {r['solver']} / {r['problem']}", r["history"])
-        for r in rows
-        if r.get("history") is not None
-    ]
-    if not curves:
+    """Save the rows' convergence histories, one small semilog panel per family (False:
+    none to plot). One axes for every curve made twenty lines with repeating colours
+    under one legend; a panel holds a family's few rows, labelled by solver and problem."""
+    panels: dict[str, list] = {}
+    for r in rows:
+        h = None if r.get("history") is None else np.asarray(r["history"], dtype=float)
+        if h is not None and np.isfinite(h).any():
+            label = f"{r['solver']} / {r['problem']}"
+            panels.setdefault(r["family"], []).append((label, h[np.isfinite(h)]))
+    if not panels:
         return False
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(8, 5))
-    for label, h in curves:
-        h = np.asarray(h, dtype=float)
-        h = h[np.isfinite(h)]
-        if h.size:
+    cols = min(4, len(panels))
+    nrows = -(-len(panels) // cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(3.6 * cols, 2.7 * nrows), squeeze=False)
+    for ax, (family, curves) in zip(axes.flat, panels.items(), strict=False):
+        for label, h in curves:
             ax.semilogy(np.arange(1, h.size + 1), np.maximum(h, 1e-300), label=label)
-    ax.set_xlabel("step")
-    ax.set_ylabel("optimality measure (solver's error)")
-    ax.set_title("jaxsolve demo: convergence")
-    ax.legend(fontsize=7)
+        ax.set_title(family, fontsize=9)
+        ax.tick_params(labelsize=7)
+        ax.legend(fontsize=5.5, loc="best")
+        ax.set_xlabel("step", fontsize=8)
+    for ax in axes.flat[len(panels) :]:
+        ax.axis("off")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("solver's error", fontsize=8)
+    fig.suptitle("jaxsolve demo: convergence per family (each solver's own optimality measure)")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=110)
     plt.close(fig)
     return True
 
