@@ -41,6 +41,7 @@ FAMILIES = (
     "distributed",
     "nlp",
     "guidance",
+    "blackbox",
 )
 
 
@@ -60,6 +61,7 @@ COST = {
     ("qp", 0): 7,
     ("qp", 2): 6,
     "riemannian": 6,
+    "blackbox": 6,
     "losses": 6,
     "transforms": 5,
     "sensing": 5,
