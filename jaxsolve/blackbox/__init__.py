@@ -1,4 +1,4 @@
-"""Black-box and quality-diversity search: CMA-ES, grid and CVT archives, CMA-MAE, AutoQD, generative batch BO."""
+"""Black-box and quality-diversity search: CMA-ES, grid and CVT archives, CMA-MAE, AutoQD, generative batch BO, Ehrlich functions and a discrete GA."""
 
 from jaxsolve.blackbox.archives import (
     AddInfo,
@@ -38,6 +38,7 @@ from jaxsolve.blackbox.cma_es import (
     cma_es_solver,
 )
 from jaxsolve.blackbox.cma_mae import CMAMAE, MAEState, cma_mae, sphere_linear_projection
+from jaxsolve.blackbox.ehrlich import Ehrlich, ehrlich
 from jaxsolve.blackbox.envs import (
     EnvState,
     PointMass,
@@ -46,10 +47,12 @@ from jaxsolve.blackbox.envs import (
     linear_policy,
     mlp_policy,
 )
+from jaxsolve.blackbox.evolution import DiscreteEvolution, EvolutionState, discrete_evolution
 from jaxsolve.blackbox.genbo import (
     DiagonalGaussian,
     GenBO,
     GenBOState,
+    MarkovCategorical,
     MeanFieldCategorical,
     UniformBox,
     balanced_forward_kl_loss,
@@ -65,9 +68,15 @@ from jaxsolve.blackbox.genbo import (
 )
 
 __all__ = [
+    "Ehrlich",
+    "ehrlich",
+    "DiscreteEvolution",
+    "EvolutionState",
+    "discrete_evolution",
     "DiagonalGaussian",
     "GenBO",
     "GenBOState",
+    "MarkovCategorical",
     "MeanFieldCategorical",
     "UniformBox",
     "balanced_forward_kl_loss",

@@ -28,7 +28,8 @@ soft EI $\mathrm{softplus}(y - \tau)$, or the value $y$ itself.
 
 **Models** are ``equinox`` modules with ``log_prob`` and ``sample``: `DiagonalGaussian`
 on a box (samples clipped to the box; its density is that of the unclipped
-Gaussian) and `MeanFieldCategorical` over sequences.
+Gaussian), `MeanFieldCategorical` (independent positions) and `MarkovCategorical`
+(autoregressive, first order) over sequences.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ __all__ = [
     "balanced_forward_kl_loss",
     "DiagonalGaussian",
     "MeanFieldCategorical",
+    "MarkovCategorical",
     "UniformBox",
     "GenBOState",
     "GenBO",
@@ -227,6 +229,43 @@ class MeanFieldCategorical(eqx.Module):
         return jax.random.categorical(key, self.logits, shape=(n,) + self.logits.shape[:-1])
 
 
+class MarkovCategorical(eqx.Module):
+    r"""An autoregressive (first-order Markov) model over sequences of ints:
+    $q(x) = q_1(x_1) \prod_{t \ge 2} q_t(x_t \mid x_{t-1})$ with
+    $q_t(\cdot \mid a) = \mathrm{softmax}(U_t + T_a)$.
+
+    ``unary`` ``(length, n_states)`` holds $U$ (per-position preferences), ``pair``
+    ``(n_states, n_states)`` holds $T$ (row $a$: the logits of what may follow $a$,
+    shared across positions). Unlike `MeanFieldCategorical` it can learn which
+    transitions are allowed, the feasibility of a DMP-constrained objective such as an
+    Ehrlich function; ``log_prob`` is exact and ``sample`` is ancestral (a ``lax.scan``
+    over positions).
+    """
+
+    unary: jax.Array
+    pair: jax.Array
+
+    def log_prob(self, x):
+        x = jnp.asarray(x)
+        first = jax.nn.log_softmax(self.unary[0])[x[..., 0]]
+        logits = self.unary[1:] + self.pair[x[..., :-1]]  # (..., length - 1, n_states)
+        lp = jnp.take_along_axis(jax.nn.log_softmax(logits, -1), x[..., 1:, None], -1)
+        return first + jnp.sum(lp[..., 0], axis=-1)
+
+    def sample(self, key, n: int):
+        k0, k1 = jax.random.split(key)
+        x0 = jax.random.categorical(k0, self.unary[0], shape=(n,))
+
+        def step(prev, inputs):
+            k, u = inputs
+            nxt = jax.random.categorical(k, u + self.pair[prev])
+            return nxt, nxt
+
+        length = self.unary.shape[0]
+        _, rest = jax.lax.scan(step, x0, (jax.random.split(k1, length - 1), self.unary[1:]))
+        return jnp.concatenate([x0[:, None], rest.T], axis=1)
+
+
 # --- the BO loop --------------------------------------------------------------------------------
 
 _UTILITIES = {"pi": pi, "ei": ei, "soft_ei": soft_ei, "value": value}
@@ -365,7 +404,10 @@ class GenBO(eqx.Module):
         return X, state._replace(key=key)
 
     def tell(self, state: GenBOState, X, y) -> GenBOState:
-        """Record the batch's observations; NaN observations are kept out of the fit."""
+        """Record the batch's observations; NaN observations are kept out of the fit.
+        ``X`` is stored in the buffer's dtype (a model may sample int64 sequences into an
+        int32 buffer)."""
+        X = jnp.asarray(X, state.X.dtype)
         y = jnp.asarray(y, state.y.dtype)
         idx = state.count + jnp.arange(self.batch_size)
         ok = jnp.isfinite(y) & (idx < self.capacity)
