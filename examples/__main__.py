@@ -42,6 +42,7 @@ FAMILIES = (
     "nlp",
     "guidance",
     "blackbox",
+    "evaluation",
 )
 
 
@@ -52,6 +53,7 @@ COST = {
     "cluster": 22,
     ("qp", 1): 20,
     ("qp", 3): 15,
+    "evaluation": 15,  # ~10 of it compiling the SparseEval pipeline once
     "first_order": 11,
     "nlp": 11,
     "layers": 9,
