@@ -123,15 +123,15 @@ class Ehrlich(eqx.Module):
         out += [out[-1]] * (self.dim - len(out))
         return np.asarray(out, np.int32)
 
-    def stationary_distribution(self) -> np.ndarray:
-        """The DMP's stationary distribution $\\pi = \\pi A$, $\\sum \\pi = 1$ (least squares)."""
-        A = np.asarray(self.transition_matrix, np.float64)
+    def stationary_distribution(self) -> jax.Array:
+        r"""The DMP's stationary distribution $\pi = \pi A$, $\sum \pi = 1$ (least squares;
+        traceable, so `initial_solution` runs under ``jit``/``vmap`` over instances)."""
+        A = self.transition_matrix
         n = A.shape[0]
-        M = np.vstack([(np.eye(n) - A).T, np.ones((1, n))])
-        b = np.zeros(n + 1)
-        b[-1] = 1.0
-        pi = np.linalg.lstsq(M, b, rcond=None)[0]
-        return np.maximum(pi, 0) / np.maximum(pi, 0).sum()
+        M = jnp.concatenate([(jnp.eye(n, dtype=A.dtype) - A).T, jnp.ones((1, n), A.dtype)])
+        b = jnp.zeros(n + 1, A.dtype).at[-1].set(1.0)
+        pi = jnp.maximum(jnp.linalg.lstsq(M, b)[0], 0)
+        return pi / pi.sum()
 
     def initial_solution(self, key, n: int) -> jax.Array:
         """``n`` feasible sequences ``(n, dim)`` drawn from the DMP (stationary start):
