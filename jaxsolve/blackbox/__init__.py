@@ -1,4 +1,4 @@
-"""Black-box and quality-diversity search: CMA-ES, grid and CVT archives, CMA-MAE, AutoQD, generative batch BO, Ehrlich functions and a discrete GA."""
+"""Black-box and quality-diversity search: CMA-ES, grid and CVT archives, CMA-MAE, AutoQD, generative batch BO, a GP-EI baseline, Ehrlich functions and a discrete GA."""
 
 from jaxsolve.blackbox.archives import (
     AddInfo,
@@ -66,8 +66,30 @@ from jaxsolve.blackbox.genbo import (
     robust_preference_loss,
     soft_ei,
 )
+from jaxsolve.blackbox.gp import (
+    GPEI,
+    GPEIState,
+    GPParams,
+    expected_improvement,
+    gp_ei,
+    gp_log_marginal_likelihood,
+    gp_posterior,
+    log_expected_improvement,
+    matern52_kernel,
+    rbf_kernel,
+)
 
 __all__ = [
+    "GPEI",
+    "GPEIState",
+    "GPParams",
+    "expected_improvement",
+    "gp_ei",
+    "gp_log_marginal_likelihood",
+    "gp_posterior",
+    "log_expected_improvement",
+    "matern52_kernel",
+    "rbf_kernel",
     "Ehrlich",
     "ehrlich",
     "DiscreteEvolution",
