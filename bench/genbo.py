@@ -197,10 +197,10 @@ def ehrlich_section(a):
     sequences are observed as -1 by every method (poli's setting for holo's Ehrlich).
     Random search draws from the DMP, as the initial points do (uniform sequences are
     almost never feasible: 0 of 500). Methods: GenBO (Markov model, EI at the 0.9
-    quantile) with the preference and balanced forward-KL losses, the GA at holo's
-    mutation rate 0.2 and at 1/L, random search."""
+    quantile, 50 Adam steps per round) with the preference and balanced forward-KL
+    losses, the GA at holo's mutation rate 0.2 and at 1/L, random search."""
     L, S_, c, k = 32, 32, 2, 4
-    B, T, seeds, fit = (32, 4, 2, 20) if a.quick else (128, 32, 5, 100)
+    B, T, seeds, fit = (32, 4, 2, 20) if a.quick else (128, 32, 5, 50)
     fns = _stack(
         [ehrlich(jax.random.key(1000 + s), S_, L, c, k, quantization=4) for s in range(seeds)]
     )
