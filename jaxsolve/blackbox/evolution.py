@@ -16,7 +16,11 @@ from a population $X$ of $N$ sequences with values $y$:
 
 The best sequence seen is kept in the state (``best_x``, ``best_y``): mutation may
 change every member of the population, so the population's best can fall. Values may
-be ``-inf`` (infeasible); a NaN value is recorded as ``-inf``, never selected.
+be ``-inf`` (infeasible); a NaN value is recorded as ``-inf``, never selected. Give
+infeasible sequences ``-inf``, not a finite penalty: with a penalty shared by more than
+the non-surviving fraction, everything tied at the threshold survives, selection stops,
+and mutation drifts the population into infeasibility (measured on Ehrlich-32 with -1: no
+feasible sequence after 32 generations, against 56-62% with ``-inf``).
 """
 
 from __future__ import annotations
