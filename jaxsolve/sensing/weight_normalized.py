@@ -86,7 +86,7 @@ class WeightNormalized(AbstractSolver):
 def weight_normalized(*, direction_step=0.5, magnitude_step=2.0) -> WeightNormalized:
     r"""Weight-normalized matrix sensing by alternating Riemannian gradient descent.
 
-    Paper 1 (Wei, Zhang, Li, He, "On the benefits of weight normalization for
+    Wei, Zhang, Li, He ("On the benefits of weight normalization for
     overparameterized matrix sensing", ICLR 2026, Algorithm 1). The Burer-Monteiro factor
     ``Y = X Theta^{1/2}`` is split into a direction ``X`` on the Stiefel manifold
     ``St(m, r)`` and a symmetric magnitude ``Theta in S^r``; with
@@ -117,7 +117,7 @@ def weight_normalized(*, direction_step=0.5, magnitude_step=2.0) -> WeightNormal
 
 
 def initial_point(key, m: int, r: int, dtype=None):
-    """Paper 1's initialization: ``X0 = Z (Z^T Z)^{-1/2}`` for Gaussian ``Z``, ``Theta0 = 0``."""
+    """The initialization of Wei et al. (arXiv 2510.01175): ``X0 = Z (Z^T Z)^{-1/2}`` for Gaussian ``Z``, ``Theta0 = 0``."""
     if r > m:
         raise ValueError(f"r must be <= m, got r={r}, m={m}")
     x = Stiefel(m, r).random_point(key, dtype)
