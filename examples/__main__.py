@@ -9,7 +9,9 @@ two cores. A family's rows do not depend on which worker runs it; its timings (a
 compilation) share the machine with the other worker. A script that lists ``PARTS``
 (``examples/qp.py``: four solves, each its own compilations) has its parts run as
 separate tasks, its rows kept in part order. The workers take the tasks heaviest first
-(`COST`); the table keeps the order of `FAMILIES`.
+(`COST`); the table keeps the order of `FAMILIES`. Each family's rows are printed as it
+finishes; a family whose optional package is missing is skipped with one line naming
+what to install, and does not fail the run (a broken family does).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import pathlib
 import sys
 import time
 
-from examples._common import parts, plot_histories, print_table, run_family
+from examples._common import SKIP, parts, plot_histories, print_table, row_line, run_family
 
 FAMILIES = (
     "first_order",
@@ -74,6 +76,10 @@ COST = {
 }
 
 
+# import name -> pip name, where they differ (the skip line says what to install)
+PIP_NAMES = {"sklearn": "scikit-learn", "ot": "POT", "ribs": "ribs", "cma": "cma"}
+
+
 def _cost(task) -> float:
     return COST.get(task, COST.get(task[0], 5))
 
@@ -98,6 +104,8 @@ def main(argv=None) -> int:
         for task in tasks:
             print(f"-- {label(*task)}", flush=True)
             results[task] = run_family(task[0], out, task[1])
+            for r in results[task][0]:
+                print(row_line(r), flush=True)
     else:
         # spawn, not fork: a forked JAX process can deadlock
         ctx = multiprocessing.get_context("spawn")
@@ -109,15 +117,21 @@ def main(argv=None) -> int:
             for fut in concurrent.futures.as_completed(futures):
                 task = futures[fut]
                 results[task] = fut.result()
-                secs, cpu_secs = results[task][1:3]
+                task_rows, secs, cpu_secs, _ = results[task]
                 print(f"-- {label(*task)}: {secs:.1f} s, CPU {cpu_secs:.1f} s", flush=True)
+                for r in task_rows:
+                    print(row_line(r), flush=True)
     rows, failed, seconds, cpu = [], [], dict.fromkeys(families, 0.0), dict.fromkeys(families, 0.0)
     for fam, i in tasks:
         part_rows, secs, cpu_secs, error = results[fam, i]
         rows += part_rows
         seconds[fam] += secs
         cpu[fam] += cpu_secs
-        if error is not None:
+        if error is not None and error.startswith(SKIP):
+            package = error[len(SKIP) :]
+            pip_name = PIP_NAMES.get(package.split(".")[0], package.split(".")[0])
+            print(f"-- {fam} skipped: it needs `{package}` (pip install {pip_name})")
+        elif error is not None:
             print(f"-- {label(fam, i)} failed:\n{error}", file=sys.stderr)
             failed += [fam] if fam not in failed else []
     print()

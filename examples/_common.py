@@ -146,6 +146,18 @@ def parts(fam: str) -> int:
         return 1
 
 
+SKIP = "skipped: needs the package "
+"""Prefix of `run_family`'s error text for a family skipped for a missing optional package."""
+
+
+def row_line(row: dict) -> str:
+    """One row as a short line, printed as its family finishes."""
+    err = row.get("error", "")
+    err = f"{err:.1e}" if isinstance(err, float) else str(err)
+    extra = row.get("metric") or row.get("reference") or ""
+    return f"   {row['solver']} / {row['problem']}: {row['status']}, error {err}  {extra}"
+
+
 def run_family(fam: str, out: pathlib.Path, part: int | None = None):
     """``(rows, seconds, CPU seconds, traceback text or None)`` of
     ``examples.<fam>.run(out)``, or
@@ -160,6 +172,10 @@ def run_family(fam: str, out: pathlib.Path, part: int | None = None):
         fn = mod.run if part is None else getattr(mod, "PARTS", (mod.run,))[part]
         rows = [{"family": fam, **r} for r in fn(out)]
         return rows, time.perf_counter() - t0, time.process_time() - c0, None
+    except ModuleNotFoundError as e:  # an optional package: skip the family, say what to get
+        if e.name and e.name.split(".")[0] in ("jaxsolve", "examples", "peers"):
+            return [], time.perf_counter() - t0, time.process_time() - c0, traceback.format_exc()
+        return [], time.perf_counter() - t0, time.process_time() - c0, f"{SKIP}{e.name}"
     except Exception:  # a broken family must not hide the others, but must fail the demo
         return [], time.perf_counter() - t0, time.process_time() - c0, traceback.format_exc()
 
