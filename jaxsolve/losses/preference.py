@@ -92,8 +92,10 @@ def sequence_logps(
     With ``length_normalize=True`` returns the mean over unmasked tokens,
     $\sum_t m_t \ell_t / \max(1, \sum_t m_t)$ (TRL's IPO and ``sigmoid_norm``
     scores; Uni-DPO's and SimPO's ``dpo_length_norm``). ``mask`` is 1 on response
-    tokens and 0 on prompt/padding (bool or float; default: all ones). The last axis
-    is the token axis.
+    tokens and 0 on prompt/padding (bool or float; default: all ones) and broadcasts
+    against ``token_logps`` (a ``(t,)`` mask shared by a batch, a ``(b, 1)`` per-row
+    switch); a mask that would enlarge the result's shape is refused, naming both
+    shapes. The last axis is the token axis.
     """
     token_logps = jnp.asarray(token_logps)
     if not jnp.issubdtype(token_logps.dtype, jnp.floating):
@@ -102,11 +104,17 @@ def sequence_logps(
         raise ValueError("token_logps must have a token axis (last axis)")
     if mask is None:
         mask = jnp.ones_like(token_logps)
-    elif np.shape(mask) != np.shape(token_logps):
-        raise ValueError(
-            f"mask must have the shape of token_logps {np.shape(token_logps)}, got {np.shape(mask)}"
-        )
-    m = jnp.asarray(mask).astype(token_logps.dtype)
+    else:
+        try:
+            shape = np.broadcast_shapes(np.shape(mask), np.shape(token_logps))
+        except ValueError:
+            shape = None
+        if shape != np.shape(token_logps):
+            raise ValueError(
+                f"mask must broadcast to token_logps' shape {np.shape(token_logps)}, "
+                f"got {np.shape(mask)}"
+            )
+    m = jnp.broadcast_to(jnp.asarray(mask).astype(token_logps.dtype), token_logps.shape)
     # where, not a product: a masked -inf/NaN log-prob (padding) must not leak
     total = jnp.sum(jnp.where(m > 0, token_logps * m, 0.0), axis=-1)
     if length_normalize:

@@ -291,3 +291,28 @@ def test_toy_preference_reweighting():
     assert end["w_perf_mean"] < 0.6 * start["w_perf_mean"]
     curve = np.asarray(curve)
     assert curve[-1] > curve[0] + 0.3  # the policy learns the hidden reward
+
+
+def test_sequence_logps_mask_broadcasts():
+    """A ``(t,)`` mask shared by the batch and a ``(b, 1)`` per-row switch equal the full
+    mask they stand for; a mask that does not broadcast to the log-probs is refused."""
+    rng = np.random.default_rng(3)
+    tok = jnp.asarray(-rng.uniform(0.1, 3.0, (4, 6)))
+    shared = np.array([0, 0, 1, 1, 1, 0.0])
+    np.testing.assert_allclose(
+        np.asarray(sequence_logps(tok, jnp.asarray(shared))),
+        (np.asarray(tok) * shared).sum(1),
+        rtol=1e-12,
+    )
+    rows = np.array([[1.0], [0.0], [1.0], [1.0]])
+    np.testing.assert_allclose(
+        np.asarray(sequence_logps(tok, jnp.asarray(rows), length_normalize=True)),
+        np.asarray(
+            sequence_logps(tok, jnp.asarray(np.broadcast_to(rows, (4, 6))), length_normalize=True)
+        ),
+        rtol=1e-12,
+    )
+    with pytest.raises(ValueError, match=r"broadcast to token_logps' shape \(4, 6\), got \(5,\)"):
+        sequence_logps(tok, jnp.ones(5))
+    with pytest.raises(ValueError, match="got \\(2, 4, 6\\)"):
+        sequence_logps(tok, jnp.ones((2, 4, 6)))
