@@ -167,7 +167,9 @@ GP_NOTE = (
     "GP-EI: `jaxsolve.blackbox.gp_ei`, Matern-5/2 ARD GP (50 Adam steps of the MAP "
     "hyperparameter fit per round), Kriging-believer batches from 2000 candidates (half "
     "perturbations of the 10 best points) refined by 10 Adam steps on log EI; all seeds in "
-    f"one vmap. The GP conditions on the {GP_MAX_DATA} best observations (subset of data): "
+    "one compiled `lax.map` (a `vmap` over seeds deadlocked XLA:CPU's 2-thread pool inside "
+    "the batched LAPACK triangular solves, jaxlib 0.10.2). The GP conditions on the "
+    f"{GP_MAX_DATA} best observations (subset of data): "
     "on this 2-core machine one round of the exact GP on the full 2100-point buffer took "
     f"90-120 s (the O(n^3) fit), about 2 s at {GP_MAX_DATA}. Wall includes no compile."
 )
@@ -175,7 +177,7 @@ GP_NOTE = (
 
 def gp_ei_run(objective, lo, hi, B, T, keys):
     """GP-EI from the same initial points as GenBO (``UniformBox(lo, hi).sample``), all
-    seeds in one compiled vmap of the whole loop; ``(regret per seed, wall s)``."""
+    seeds in one compiled ``lax.map`` of the whole loop; ``(regret per seed, wall s)``."""
     prior = UniformBox(lo, hi)
     g = gp_ei(
         lo,
@@ -192,7 +194,9 @@ def gp_ei_run(objective, lo, hi, B, T, keys):
         X0 = prior.sample(k0, B)
         return -g.run(objective, g.init(X0, objective(X0), k1), T)[1][-1]
 
-    f = jax.jit(jax.vmap(run))
+    # lax.map, not vmap: under vmap the batched LAPACK triangular solves (jaxlib 0.10.2's
+    # ParallelBatchMap) deadlocked XLA:CPU's 2-thread pool here (every thread waiting)
+    f = jax.jit(lambda ks: jax.lax.map(run, ks))
     t0 = time.perf_counter()
     c = f.lower(keys).compile()
     comp = time.perf_counter() - t0
