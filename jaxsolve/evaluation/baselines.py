@@ -24,6 +24,7 @@ runs on the same split.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -101,10 +102,17 @@ def linear_weights(Y, K: int, key, *, steps: int = 2000, lr: float = 1e-2) -> Ba
     Y = _check(Y, K, key, steps=steps)
     _check_lr(lr)
     anchors, w0 = kmeans_anchors(Y, K, key)
+    w, c = _fit_linear(Y, anchors, w0, jnp.asarray(lr, Y.dtype), steps=int(steps))
+    return Baseline(anchors, lambda Xn: Xn @ w + c)
+
+
+@partial(jax.jit, static_argnames=("steps",))
+def _fit_linear(Y, anchors, w0, lr, *, steps):
+    # module-level, data as arguments: one compile per shape and step count (a closure
+    # over the data compiled afresh on every call)
     X, y = Y[:, anchors], Y.mean(axis=1)
     loss = lambda p: jnp.mean((X @ p[0] + p[1] - y) ** 2)  # noqa: E731
-    w, c = jax.jit(lambda p: _adam(loss, p, steps, lr))((w0, jnp.zeros((), Y.dtype)))
-    return Baseline(anchors, lambda Xn: Xn @ w + c)
+    return _adam(loss, (w0, jnp.zeros((), Y.dtype)), steps, lr)
 
 
 def _loglik(Y, theta, a, b):
@@ -122,28 +130,44 @@ def irt(
     ka, kt, kl = jax.random.split(key, 3)
     anchors, _ = kmeans_anchors(Y, K, ka)
     dtype = Y.dtype
+    # drawn outside the compiled fit: inside, XLA fuses the scaling into the normal
+    # draw and the start moves by an ulp (which the MAP fit amplifies)
+    init = (
+        0.1 * jax.random.normal(kt, (n_models, dim), dtype),
+        0.1 * jax.random.normal(kl, (n_items, dim), dtype),
+        jnp.zeros(n_items, dtype),
+    )
+    a, b = _fit_irt(Y, init, jnp.asarray(lr, dtype), steps=int(steps))
+    theta_steps = int(theta_steps)
+    return Baseline(anchors, lambda X: _irt_predict(X, a, b, anchors, theta_steps=theta_steps))
+
+
+# Module-level programs taking the data as arguments: one compile per shape and static
+# option (closures over the data compiled afresh on every call).
+@partial(jax.jit, static_argnames=("steps",))
+def _fit_irt(Y, init, lr, *, steps):
+    n_models = Y.shape[0]
 
     def neg_post(p):
         theta, log_a, b = p
         prior = jnp.sum(theta**2) + jnp.sum(log_a**2) + jnp.sum(b**2)
         return (-_loglik(Y, theta, jnp.exp(log_a), b) + 0.5 * prior) / n_models
 
-    init = (
-        0.1 * jax.random.normal(kt, (n_models, dim), dtype),
-        0.1 * jax.random.normal(kl, (n_items, dim), dtype),
-        jnp.zeros(n_items, dtype),
-    )
-    _, log_a, b = jax.jit(lambda p: _adam(neg_post, p, steps, lr))(init)
-    a = jnp.exp(log_a)
+    _, log_a, b = _adam(neg_post, init, steps, lr)
+    return jnp.exp(log_a), b
+
+
+@partial(jax.jit, static_argnames=("theta_steps",))
+def _irt_predict(X, a, b, anchors, *, theta_steps):
+    n_items, dim = a.shape
+    frac = anchors.shape[0] / n_items
     aA, bA = a[anchors], b[anchors]
     rest = jnp.ones(n_items, bool).at[anchors].set(False)
-    frac = K / n_items
 
     def one(x):
         loss = lambda t: -_loglik(x[None, :], t[None, :], aA, bA) + 0.5 * jnp.sum(t**2)  # noqa: E731
-        t = _adam(loss, jnp.zeros(dim, dtype), theta_steps, 0.1)
+        t = _adam(loss, jnp.zeros(dim, a.dtype), theta_steps, 0.1)
         p = jax.nn.sigmoid(a @ t - b)
         return frac * jnp.mean(x) + (1 - frac) * jnp.sum(jnp.where(rest, p, 0)) / jnp.sum(rest)
 
-    predict = jax.jit(jax.vmap(one))
-    return Baseline(anchors, predict)
+    return jax.vmap(one)(X)

@@ -249,7 +249,17 @@ def _pipeline(Y, y, tr, va, te, k, key, lr, *, k_max, cfg):
     return anchors, params, scale, diag
 
 
+def _sweep(Y, y, tr, va, te, ks, keys, lr, *, k_max, cfg):
+    def lane(k, key):
+        return _pipeline(Y, y, tr, va, te, k, key, lr, k_max=k_max, cfg=cfg)
+
+    return jax.vmap(lane)(ks, keys)
+
+
+# Module-level programs, the data as arguments and the options static: a second call
+# with the same shapes and options reuses the compiled program.
 _pipeline_jit = jax.jit(_pipeline, static_argnames=("k_max", "cfg"))
+_sweep_jit = jax.jit(_sweep, static_argnames=("k_max", "cfg"))
 
 _INITS = ("kmeans", "random")
 
@@ -447,14 +457,18 @@ def sparse_eval_sweep(Y, Ks, keys, *, split_key=None, **options) -> SparseEvalRe
     split_key = jax.random.fold_in(keys[0], 0) if split_key is None else split_key
     Y, y, split = _prepare(Y, Ks, n_test, n_val, split_key)
     tr, va, te = (jnp.asarray(s) for s in split)
-    run = jax.jit(
-        jax.vmap(
-            lambda k, key: _pipeline(
-                Y, y, tr, va, te, k, key, jnp.asarray(lr, Y.dtype), k_max=max(Ks), cfg=cfg
-            )
-        )
+    anchors, params, scale, diag = _sweep_jit(
+        Y,
+        y,
+        tr,
+        va,
+        te,
+        jnp.asarray(Ks, jnp.int32),
+        jnp.stack(keys),
+        jnp.asarray(lr, Y.dtype),
+        k_max=max(Ks),
+        cfg=cfg,
     )
-    anchors, params, scale, diag = run(jnp.asarray(Ks, jnp.int32), jnp.stack(list(keys)))
     return SparseEvalResult(anchors, params, scale, cfg[-1], diag, split)
 
 
