@@ -43,6 +43,12 @@ rows and NaN observations masked out: their rows of $K$ are those of the identit
 so a whole run is one ``lax.scan`` that ``jax.vmap`` maps over seeds. ``max_data`` turns the
 exact GP into a subset-of-data GP on the ``max_data`` best observations, the
 $O(n^3)$ fit then independent of the run's length.
+
+On XLA:CPU, a ``vmap`` over seeds turns the Cholesky factorizations and triangular
+solves into batched LAPACK calls that jaxlib 0.10.2 spreads over the intra-op thread
+pool; on a 2-core machine a 5-seed Ackley-20 run (600-point GP) deadlocked there, every
+pool thread waiting, while the small runs of the tests finish. ``jax.lax.map`` over the
+seeds (one compiled program, seeds in sequence) avoids it; ``bench/genbo.py`` does so.
 """
 
 from __future__ import annotations
