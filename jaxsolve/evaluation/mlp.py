@@ -14,6 +14,8 @@ one compiled program serve several anchor counts $K$ under ``vmap``.
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -30,20 +32,47 @@ def init_mlp(key, n_in: int, hidden=(128, 64, 32), dtype=jnp.float32, fan_in=Non
     """
     sizes = (n_in, *hidden, 1)
     keys = jax.random.split(key, 2 * (len(sizes) - 1))
-    params = []
-    for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):
-        fi = a if (i > 0 or fan_in is None) else fan_in
-        bound = 1.0 / jnp.sqrt(jnp.asarray(fi, dtype))
-        if i == 0:  # row by row from the row's index: the same rows whatever the padding
-            rows = lambda r, k=keys[0], b=b: jax.random.uniform(  # noqa: E731
-                jax.random.fold_in(k, r), (b,), dtype, -1.0, 1.0
-            )
-            W = jax.vmap(rows)(jnp.arange(a)) * bound
-        else:
-            W = jax.random.uniform(keys[2 * i], (a, b), dtype, -1.0, 1.0) * bound
-        c = jax.random.uniform(keys[2 * i + 1], (b,), dtype, -1.0, 1.0) * bound
-        params.append((W, c))
+    bounds = [
+        1.0 / jnp.sqrt(jnp.asarray(fan_in if (i == 0 and fan_in is not None) else a, dtype))
+        for i, a in enumerate(sizes[:-1])
+    ]
+
+    # first layer row by row from the row's index: the same rows whatever the padding
+    def row(r):
+        return jax.random.uniform(jax.random.fold_in(keys[0], r), (sizes[1],), dtype, -1.0, 1.0)
+
+    W0 = jax.vmap(row)(jnp.arange(n_in)) * bounds[0]
+    # the other draws, in key order: b_0, W_1, b_1, W_2, ...
+    shapes = [(sizes[1],)]
+    for a, b in zip(sizes[1:-1], sizes[2:], strict=True):
+        shapes += [(a, b), (b,)]
+    draws = _uniforms(keys[1:], shapes, dtype)
+    params = [(W0, draws[0] * bounds[0])]
+    for i in range(1, len(sizes) - 1):
+        params.append((draws[2 * i - 1] * bounds[i], draws[2 * i] * bounds[i]))
     return params
+
+
+def _uniforms(keys, shapes, dtype):
+    """``[uniform(keys[j], shapes[j], dtype, -1, 1) for j]``, in one random-number call
+    where that gives the same numbers.
+
+    On CPU each random-number call compiles to its own loop (about 0.1 s of compile
+    time each): with partitionable threefry keys (JAX's default) the draw of ``n``
+    numbers is the first ``n`` of a longer draw, element ``i`` of a shaped draw the
+    ``i``-th of the flat one, so one key-batched flat draw sliced per shape gives the
+    same bits as separate draws. Other key types draw separately.
+    """
+    sizes = [math.prod(s) for s in shapes]
+    same = (
+        jax.config.jax_threefry_partitionable and str(jax.random.key_impl(keys)) == "threefry2x32"
+    )
+    if not same:
+        return [
+            jax.random.uniform(k, s, dtype, -1.0, 1.0) for k, s in zip(keys, shapes, strict=True)
+        ]
+    flat = jax.vmap(lambda k: jax.random.uniform(k, (max(sizes),), dtype, -1.0, 1.0))(keys)
+    return [flat[j, :n].reshape(s) for j, (n, s) in enumerate(zip(sizes, shapes, strict=True))]
 
 
 def apply_mlp(params, X, *, key=None, dropout: float = 0.1):

@@ -45,6 +45,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 
 from jaxsolve.core.validation import check_key, is_concrete
 from jaxsolve.evaluation.anchors import kmeans_anchors, random_anchors
@@ -166,31 +167,32 @@ def _pipeline(Y, y, tr, va, te, k, key, lr, *, k_max, cfg):
     else:
         anchors = random_anchors(n_items, k, k_init, k_max=k_max)
 
-    def fit(anchors, key):
-        kp, kt = jax.random.split(key)
-        params = init_mlp(kp, k_max, hidden, dtype, fan_in=k)
-        X = _features(Ytr, anchors, active)
-        params, _, _ = train_mlp(params, X, ytr, kt, epochs=epochs, lr=lr, dropout=dropout)
-        return params, X
+    # one split for the initialization and training keys of every proxy (one per
+    # round, then the final one): on CPU each random-number call compiles to a loop of
+    # its own
+    keys = jnp.concatenate([jax.random.split(k_rounds, rounds + 1), k_final[None]])
+    kp, kt = jnp.moveaxis(jax.vmap(jax.random.split)(keys), 1, 0)
 
     def round_(anchors, inp):
-        i, key = inp
-        params, X = fit(anchors, key)
+        i, kp, key = inp
+        params = init_mlp(kp, k_max, hidden, dtype, fan_in=k)
+        X = _features(Ytr, anchors, active)
+        params, _, _ = train_mlp(params, X, ytr, key, epochs=epochs, lr=lr, dropout=dropout)
         val = mae(apply_mlp(params, _features(Yva, anchors, active)), yva)
         ais, cis = importance_scores(params, X, ytr, Ytr, anchors, active, dropout)
         swapped = anchors.at[jnp.argmin(ais)].set(jnp.argmax(cis))
         return jnp.where(i < rounds, swapped, anchors), (anchors, val)
 
-    keys = jax.random.split(k_rounds, rounds + 1)
-    _, (history, round_val) = jax.lax.scan(round_, anchors, (jnp.arange(rounds + 1), keys))
+    _, (history, round_val) = jax.lax.scan(
+        round_, anchors, (jnp.arange(rounds + 1), kp[:-1], kt[:-1])
+    )
     best_round = jnp.argmin(round_val)
     anchors = history[best_round]
 
     # final training with validation early stopping
-    kp, kt = jax.random.split(k_final)
-    params = init_mlp(kp, k_max, hidden, dtype, fan_in=k)
+    params, kt = init_mlp(kp[-1], k_max, hidden, dtype, fan_in=k), kt[-1]
     X, Xva = _features(Ytr, anchors, active), _features(Yva, anchors, active)
-    opt_state = train_mlp(params, X, ytr, kt, epochs=0, lr=lr)[1]
+    opt_state = optax.adam(lr).init(params)
     n_checks = max(1, final_epochs // check_every)
 
     def check(carry, key):
