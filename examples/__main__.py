@@ -55,7 +55,7 @@ COST = {
     "cluster": 22,
     ("qp", 1): 20,
     ("qp", 3): 15,
-    "evaluation": 15,  # ~10 of it compiling the SparseEval pipeline once
+    "evaluation": 11,  # ~7 of it compiling the SparseEval pipeline once
     "first_order": 11,
     "nlp": 11,
     "layers": 9,
