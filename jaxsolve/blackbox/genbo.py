@@ -408,34 +408,50 @@ class GenBO(eqx.Module):
         ``X`` is stored in the buffer's dtype (a model may sample int64 sequences into an
         int32 buffer)."""
         X = jnp.asarray(X, state.X.dtype)
-        y = jnp.asarray(y, state.y.dtype)
         idx = state.count + jnp.arange(self.batch_size)
-        ok = jnp.isfinite(y) & (idx < self.capacity)
         lq = state.model.log_prob(X)
-        yb = jnp.where(ok, y, -jnp.inf)
-        i = jnp.argmax(yb)
-        better = yb[i] > state.best_y
-        return state._replace(
-            X=state.X.at[idx].set(X, mode="drop"),
-            y=state.y.at[idx].set(jnp.where(ok, y, 0), mode="drop"),
-            log_q_prev=state.log_q_prev.at[idx].set(lq, mode="drop"),
-            observed=state.observed.at[idx].set(ok, mode="drop"),
-            count=state.count + self.batch_size,
-            round=state.round + 1,
-            best_x=jnp.where(better, X[i], state.best_x),
-            best_y=jnp.where(better, yb[i], state.best_y),
-        )
+        state = record_batch(state, X, y, self.capacity)
+        return state._replace(log_q_prev=state.log_q_prev.at[idx].set(lq, mode="drop"))
 
     def run(self, objective: Callable, state: GenBOState, rounds: int):
         """``rounds`` rounds for a JAX ``objective(X) -> y`` (batched), in one ``lax.scan``;
         returns ``(state, best_y per round)``."""
+        return run_rounds(self, objective, state, rounds)
 
-        def body(state, _):
-            X, state = self.ask(state)
-            state = self.tell(state, X, objective(X))
-            return state, state.best_y
 
-        return jax.lax.scan(body, state, None, length=int(rounds))
+def record_batch(state, X, y, capacity: int):
+    """A batch's observations written into a fixed-capacity buffer state (fields ``X``,
+    ``y``, ``observed``, ``count``, ``round``, ``best_x``, ``best_y``): rows past
+    ``capacity`` are dropped, NaN observations are stored as unobserved, and the best
+    finite point seen is kept. Shared by the batch BO loops (`GenBO`, ``gp.GPEI``)."""
+    X = jnp.asarray(X, state.X.dtype)
+    y = jnp.asarray(y, state.y.dtype)
+    idx = state.count + jnp.arange(X.shape[0])
+    ok = jnp.isfinite(y) & (idx < capacity)
+    yb = jnp.where(ok, y, -jnp.inf)
+    i = jnp.argmax(yb)
+    better = yb[i] > state.best_y
+    return state._replace(
+        X=state.X.at[idx].set(X, mode="drop"),
+        y=state.y.at[idx].set(jnp.where(ok, y, 0), mode="drop"),
+        observed=state.observed.at[idx].set(ok, mode="drop"),
+        count=state.count + X.shape[0],
+        round=state.round + 1,
+        best_x=jnp.where(better, X[i], state.best_x),
+        best_y=jnp.where(better, yb[i], state.best_y),
+    )
+
+
+def run_rounds(loop, objective: Callable, state, rounds: int):
+    """``rounds`` ask/evaluate/tell rounds of a batch BO ``loop`` in one ``lax.scan``:
+    ``(state, best_y after each round)``."""
+
+    def body(state, _):
+        X, state = loop.ask(state)
+        state = loop.tell(state, X, objective(X))
+        return state, state.best_y
+
+    return jax.lax.scan(body, state, None, length=int(rounds))
 
 
 def genbo(

@@ -66,6 +66,8 @@ from jax.scipy.linalg import cho_solve, solve_triangular
 from jax.scipy.special import erfcx
 from jax.scipy.stats import norm
 
+from jaxsolve.blackbox.genbo import record_batch, run_rounds
+
 __all__ = [
     "rbf_kernel",
     "matern52_kernel",
@@ -405,33 +407,12 @@ class GPEI(eqx.Module):
 
     def tell(self, state: GPEIState, X, y) -> GPEIState:
         """Record the batch's observations; NaN observations are masked out of the fit."""
-        X = jnp.asarray(X, state.X.dtype)
-        y = jnp.asarray(y, state.y.dtype)
-        idx = state.count + jnp.arange(self.batch_size)
-        ok = jnp.isfinite(y) & (idx < self.capacity)
-        yb = jnp.where(ok, y, -jnp.inf)
-        i = jnp.argmax(yb)
-        better = yb[i] > state.best_y
-        return state._replace(
-            X=state.X.at[idx].set(X, mode="drop"),
-            y=state.y.at[idx].set(jnp.where(ok, y, 0), mode="drop"),
-            observed=state.observed.at[idx].set(ok, mode="drop"),
-            count=state.count + self.batch_size,
-            round=state.round + 1,
-            best_x=jnp.where(better, X[i], state.best_x),
-            best_y=jnp.where(better, yb[i], state.best_y),
-        )
+        return record_batch(state, X, y, self.capacity)
 
     def run(self, objective: Callable, state: GPEIState, rounds: int):
         """``rounds`` rounds for a JAX ``objective(X) -> y`` (batched), in one ``lax.scan``;
         returns ``(state, best_y per round)``."""
-
-        def body(state, _):
-            X, state = self.ask(state)
-            state = self.tell(state, X, objective(X))
-            return state, state.best_y
-
-        return jax.lax.scan(body, state, None, length=int(rounds))
+        return run_rounds(self, objective, state, rounds)
 
 
 def gp_ei(
