@@ -91,21 +91,7 @@ def ackley_section(a):
         [-float(ackley(prior.sample(jax.random.key(100 + s), n_eval)).max()) for s in range(S)]
     )
     rows["random search"] = (rnd, 0.0)
-    es = cma_es(d, popsize=B, sigma0=3.0)
-
-    def cma_run(key):
-        def gen(carry, k):
-            st, best = carry
-            X = jnp.clip(es.ask(st, k), lo, hi)
-            f = -ackley(X)
-            return (es.tell(st, X, f), jnp.minimum(best, f.min())), None
-
-        st = es.init((lo + hi) / 2)
-        (_, best), _ = jax.lax.scan(gen, (st, jnp.inf), jax.random.split(key, T + 1))
-        return best
-
-    t0 = time.perf_counter()
-    rows["CMA-ES"] = (np.asarray(jax.jit(jax.vmap(cma_run))(keys)), time.perf_counter() - t0)
+    rows["CMA-ES"] = _cma_es_run(ackley, lo, hi, B, T, keys)
     for loss in ("preference", "balanced_forward_kl", "forward_kl", "robust_preference"):
         g = genbo(
             prior, utility="ei", loss=loss, batch_size=B, rounds=T, n_initial=B, fit_steps=100
