@@ -333,26 +333,22 @@ class GenBO(eqx.Module):
         """Start from initial observations ``(X0, y0)`` (drawn from the prior)."""
         X0, y0 = jnp.asarray(X0), jnp.asarray(y0)
         n0 = X0.shape[0]
-        X = jnp.zeros((self.capacity,) + X0.shape[1:], X0.dtype).at[:n0].set(X0)
-        y = jnp.zeros(self.capacity, y0.dtype).at[:n0].set(y0)
-        lq = jnp.zeros(self.capacity, y0.dtype).at[:n0].set(self.prior.log_prob(X0))
-        obs = jnp.zeros(self.capacity, bool).at[:n0].set(jnp.isfinite(y0))
-        yb = jnp.where(jnp.isfinite(y0), y0, -jnp.inf)
-        i = jnp.argmax(yb)
         params, _ = eqx.partition(model, eqx.is_inexact_array)
-        return GenBOState(
+        lq = jnp.zeros(self.capacity, y0.dtype).at[:n0].set(self.prior.log_prob(X0))
+        empty = GenBOState(
             model,
             self._opt().init(params),
-            X,
-            y,
+            jnp.zeros((self.capacity,) + X0.shape[1:], X0.dtype),
+            jnp.zeros(self.capacity, y0.dtype),
             lq,
-            obs,
-            jnp.int32(n0),
+            jnp.zeros(self.capacity, bool),
             jnp.int32(0),
-            X0[i],
-            yb[i],
+            jnp.int32(-1),
+            X0[0],
+            jnp.asarray(-jnp.inf, y0.dtype),
             key,
         )
+        return record_batch(empty, X0, y0, self.capacity)  # round -1 + 1 = 0
 
     def _loss(self, model, state, u, pairs):
         lq = model.log_prob(state.X)

@@ -259,17 +259,23 @@ class GPEI(eqx.Module):
         n0, d = X0.shape
         if n0 > self.capacity:
             raise ValueError(f"{n0} initial points do not fit the buffer of {self.capacity}")
-        X = jnp.zeros((self.capacity, d), X0.dtype).at[:n0].set(X0)
-        y = jnp.zeros(self.capacity, X0.dtype).at[:n0].set(jnp.where(jnp.isfinite(y0), y0, 0))
-        obs = jnp.zeros(self.capacity, bool).at[:n0].set(jnp.isfinite(y0))
-        yb = jnp.where(jnp.isfinite(y0), y0, -jnp.inf)
-        i = jnp.argmax(yb)
         params = GPParams(
             jnp.full(d, math.log(math.sqrt(d) / 4), X0.dtype),
             jnp.zeros((), X0.dtype),
             jnp.asarray(math.log(1e-2), X0.dtype),
         )
-        return GPEIState(X, y, obs, jnp.int32(n0), jnp.int32(0), params, X0[i], yb[i], key)
+        empty = GPEIState(
+            jnp.zeros((self.capacity, d), X0.dtype),
+            jnp.zeros(self.capacity, X0.dtype),
+            jnp.zeros(self.capacity, bool),
+            jnp.int32(0),
+            jnp.int32(-1),
+            params,
+            X0[0],
+            jnp.asarray(-jnp.inf, X0.dtype),
+            key,
+        )
+        return record_batch(empty, X0, y0, self.capacity)  # round -1 + 1 = 0
 
     def _active(self, state: GPEIState):
         """The GP's data: the whole buffer, or its ``max_data`` best observations."""
