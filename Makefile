@@ -21,8 +21,18 @@ $(BENCH_STAMP): $(STAMP)
 
 venv: $(STAMP)
 
+# `make demo` installs only what examples/ import (the demo extra), not the test, docs and
+# notebook tools: on a fresh clone that is ~15 s less install before the first row. A venv
+# that already has the dev extra satisfies it at once (pip finds everything installed).
+DEMO_STAMP := $(VENV)/.installed-demo
+$(DEMO_STAMP): pyproject.toml
+	test -d $(VENV) || $(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e ".[demo]"
+	touch $(DEMO_STAMP)
+
 # examples/: one script per family (python examples/qp.py); the driver prints every row
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(BIN)/python -m examples
 
 # worksteal: an idle worker takes queued tests from the busy one, so the run does not end
