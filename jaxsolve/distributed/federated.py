@@ -22,7 +22,9 @@ $\nabla f(x^t)$ the delegate approximately minimizes
 $F_t(x) = f_1(x) + \langle g^t - \nabla f_1(x^t), x - x^t\rangle + \frac\lambda2\|x - x^t\|^2$
 by $K_t \sim \mathrm{Geom}(p)$ (on $\{1, 2, \dots\}$) gradient steps
 $y_{k+1} = y_k - \nabla F_t(y_k)/(\lambda + L)$ from $y_0 = x^t$, and $x^{t+1} = y_{K_t}$
-(one D-CSS round). Then a random $m$-subset $S_t$ (one R-CSS round) sends
+(one D-CSS round). The first step needs no new gradient ($\nabla F_t(x^t) = g^t$, so
+$y_1 = x^t - g^t/(\lambda + L)$), hence $K_t$ delegate gradients per round:
+$\nabla f_1(x^t)$ and $\nabla f_1(y_1), \dots, \nabla f_1(y_{K_t - 1})$. Then a random $m$-subset $S_t$ (one R-CSS round) sends
 $\nabla f_i(x^t)$ and $\nabla f_i(x^{t+1})$, $i\in S_t$; with the SAGA table $b_i$ and its
 mean $\bar b$,
 
@@ -298,7 +300,10 @@ class RGSAGA(jaxsolve.AbstractSolver):
             k, y = carry
             return k + 1, (L * y + shift - grad1(y, data1)) / (lam + L)
 
-        _, y = jax.lax.while_loop(lambda c: c[0] < K, body, (jnp.int32(0), x))
+        # step 1 from y_0 = x^t reuses grad f_1(x^t) (already in `shift`):
+        # y_1 = (L x + shift - grad f_1(x)) / (lam + L) = x - g / (lam + L)
+        y1 = x - g / (lam + L)
+        _, y = jax.lax.while_loop(lambda c: c[0] < K, body, (jnp.int32(1), y1))
         return y, K
 
     def step(self, state, args):
@@ -318,7 +323,7 @@ class RGSAGA(jaxsolve.AbstractSolver):
         led = led._replace(
             r_rounds=led.r_rounds + 1,
             d_rounds=led.d_rounds + 1,
-            local_grads=led.local_grads + K + 1 + 2 * self.m,
+            local_grads=led.local_grads + K + 2 * self.m,
         )
         err = jnp.linalg.norm(full_gradient(self.loss, x1, args))
         new_state = RGSAGAState(

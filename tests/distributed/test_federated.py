@@ -82,7 +82,9 @@ def test_ledger_replay_and_cost_formula(problem):
     assert int(led.a_rounds) == math.ceil(N / M)  # one full sync at x0
     assert int(led.r_rounds) == int(led.d_rounds) == steps
     local = _replay_local_steps(7, params["p"], steps, solver.max_local)
-    assert int(led.local_grads) == N + local + steps * (1 + 2 * M)
+    # K_t delegate gradients (grad f_1(x^t), then one per local step after the first) and
+    # grad f_i(x^t), grad f_i(x^{t+1}) for the m sampled clients
+    assert int(led.local_grads) == N + local + steps * 2 * M
     for c_a, c_r in ((1.0, 1.0), (10.0, 1.0), (2.5, 0.5)):
         want = c_a * math.ceil(N / M) + c_r * steps + steps
         assert float(D.ledger_cost(led, c_a, c_r)) == pytest.approx(want)
