@@ -1,9 +1,12 @@
-r"""The federated test problem of cost-aware client selection: log-sum-penalized quadratics.
+r"""The federated test problems of cost-aware client selection: log-sum quadratics, logistic.
 
 Jiang, Rodomanov, Stich, "Cost-aware client selection", ICLR 2026: each client holds a
 diagonal quadratic with a shared non-convex penalty (`LogSumQuadratic`); the generator
 (`log_sum_quadratic`) and the exact constants that set RG-SAGA's practical parameters
-(`log_sum_constants`) are here, the solvers in `jaxsolve.distributed.federated`.
+(`log_sum_constants`) are here, with the paper's second family, logistic regression with
+the non-convex regularizer $\alpha\sum_k x_k^2/(1 + x_k^2)$ (`NonconvexLogistic`), on
+scikit-learn's breast_cancer split over clients (`nonconvex_logistic`,
+`logistic_constants`). The solvers are in `jaxsolve.distributed.federated`.
 """
 
 from __future__ import annotations
@@ -15,8 +18,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsolve.core.validation import check_positive
+from jaxsolve.distributed.problems import breast_cancer
 
-__all__ = ["LogSumQuadratic", "log_sum_quadratic", "log_sum_constants"]
+__all__ = [
+    "LogSumQuadratic",
+    "log_sum_quadratic",
+    "log_sum_constants",
+    "NonconvexLogistic",
+    "nonconvex_logistic",
+    "logistic_constants",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,3 +85,55 @@ def log_sum_constants(data) -> dict:
     delta = float(np.sqrt(np.max(np.mean((h - hbar) ** 2, axis=0))))
     delta1 = float(np.max(np.abs(hbar - h[0])))
     return dict(delta=max(delta, 1e-12), delta1=max(delta1, 1e-12), l_max=float(h.max()))
+
+
+@dataclasses.dataclass(frozen=True)
+class NonconvexLogistic:
+    r"""Logistic loss with the non-convex regularizer of the paper's LIBSVM experiments, for
+    one client with data ``(A, b)``, ``A`` of shape ``(s, d)``, labels $b \in \{\pm1\}^s$:
+
+    $f_i(x) = \frac1s\sum_j \log(1 + e^{-b_j a_j^\top x}) + \alpha\sum_k \frac{x_k^2}{1 + x_k^2}$.
+    """
+
+    alpha: float = 0.1
+
+    def __call__(self, x, data):
+        A, b = data
+        fit = jnp.mean(jnp.logaddexp(0.0, -b * (A @ x)))
+        return fit + self.alpha * jnp.sum(x**2 / (1.0 + x**2))
+
+
+def nonconvex_logistic(
+    n_clients: int = 10, *, seed: int = 0, heterogeneous: bool = False, dtype=jnp.float64
+):
+    r"""breast_cancer (569 x 30, standardized, labels $\pm1$) split over ``n_clients``
+    clients as ``(A, b)``, shapes ``(n, 569 // n, 30)`` and ``(n, 569 // n)``, for
+    `NonconvexLogistic`: a random split seeded by ``seed`` (``heterogeneous``: sorted by
+    label, then by the first feature, so clients see different classes); the
+    `jaxsolve.distributed.breast_cancer` split. Needs scikit-learn."""
+    return breast_cancer(n_clients, heterogeneous=heterogeneous, seed=seed, dtype=dtype)
+
+
+def logistic_constants(data, alpha: float = 0.1) -> dict:
+    r"""$\delta$, $\Delta_1$ and $L_{\max}$ for `NonconvexLogistic` data ``(A, b)``.
+
+    The regularizer is the same on every client and cancels in $\nabla(f - f_i)$, so
+    $\delta$ and $\Delta_1$ come from the logistic Hessians
+    $H_i(x) = \frac1s A_i^\top\operatorname{diag}(\sigma'(\cdot))A_i$. We take them at
+    $x = 0$, where $\sigma' = 1/4$ for every sample (its largest value):
+    $\Delta_1 = \|H(0) - H_1(0)\|_2$ and
+    $\delta^2 = \lambda_{\max}(\frac1n\sum_i (H_i(0) - H(0))^2)$, the constants of the
+    quadratic model at 0 (an estimate: away from 0 the weights differ by sample).
+    $L_{\max} = \max_i \|A_i\|_2^2/(4s) + 2\alpha$ is a bound (the regularizer's
+    curvature is at most $2\alpha$).
+    """
+    check_positive("alpha", alpha, strict=False)
+    A = np.asarray(data[0], np.float64)
+    s = A.shape[1]
+    H = np.einsum("nsj,nsk->njk", A, A) / (4.0 * s)
+    Hbar = H.mean(0)
+    D = H - Hbar
+    delta = float(np.sqrt(max(np.linalg.eigvalsh(np.einsum("njk,nkl->jl", D, D) / len(H))[-1], 0)))
+    delta1 = float(np.linalg.norm(Hbar - H[0], 2))
+    l_max = float(max(np.linalg.norm(a, 2) ** 2 for a in A) / (4.0 * s) + 2.0 * alpha)
+    return dict(delta=max(delta, 1e-12), delta1=max(delta1, 1e-12), l_max=l_max)
