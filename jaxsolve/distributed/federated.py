@@ -691,7 +691,13 @@ def _check_unit(**kw):
 
 
 def fedavg(
-    loss: Callable, m: int, *, stepsize, local_steps: int = 10, global_lr=1.0, seed=0
+    loss: Callable,
+    m: int,
+    *,
+    stepsize: float,
+    local_steps: int = 10,
+    global_lr: float = 1.0,
+    seed: int | jax.Array = 0,
 ) -> FedAvg:
     r"""FedAvg: ``local_steps`` local gradient steps of size ``stepsize`` on each of $m$
     random clients per round (one R-CSS round, $mK$ local gradients), server step
@@ -838,11 +844,18 @@ def rg_svrg(
     $1 + q\,C_A\lceil n/m\rceil + (1 - q)C_R$.
 
     Args:
-        loss, m, lam, beta, local_l, p, seed, max_local: as in `rg_saga`
-            (`practical_parameters` gives them).
+        loss: $\ell(x, D_i)$, one client's loss (hashable).
+        m: clients per R-CSS round (at most the number of clients).
+        lam: the proximal weight $\lambda > \Delta_1$ (as in `rg_saga`;
+            `practical_parameters` gives it and the next three).
+        beta: the weight $\beta \in [0, 1]$ of the SVRG estimate ($\beta = 0$: PAGE).
+        local_l: the local solver's smoothness constant $L$ (step $1/(\lambda + L)$).
+        p: the local solver runs $K \sim \mathrm{Geom}(p)$ steps, $p \in (0, 1]$.
         q: the snapshot probability $q \in (0, 1]$; default $m/n$ with $n$ the number of
             clients in the data (one full sync per $n/m$ steps on average, as many
             client gradients as the $n/m$ R-CSS rounds in between).
+        seed: an int (or int array, e.g. under ``vmap``) seeding $K_t$, the coin and $S_t$.
+        max_local: cap on the local steps of one round.
     """
     _check_loss_m(loss, m)
     _check_hypers(lam=lam, local_l=local_l)
@@ -906,7 +919,9 @@ class SaberFull(jaxsolve.AbstractSolver):
         return new, None
 
 
-def saber_full(loss: Callable, m: int, *, stepsize, q: float | None = None, seed=0) -> SaberFull:
+def saber_full(
+    loss: Callable, m: int, *, stepsize: float, q: float | None = None, seed: int | jax.Array = 0
+) -> SaberFull:
     r"""SABER-full, run as PAGE (Li et al. 2021) with server gradient steps.
 
     $x^{t+1} = x^t - \eta g^t$; then with probability $q$ a full synchronization
