@@ -45,9 +45,13 @@ parameters (`practical_parameters`): $\lambda = \sqrt{n/m}\,\delta + \Delta_1$,
 $\beta = m/n$, $L = 2L_{\max}$, $p = \delta/L$, with $\delta$ the gradient heterogeneity,
 $\Delta_1$ the smoothness of $f - f_1$ and $L_{\max}$ the largest client smoothness.
 
-Baselines on the same ledger: `fed_gd` (gradient descent, one full sync per step) and
+Baselines on the same ledger: `fed_gd` (gradient descent, one full sync per step),
 `scaffold` (Karimireddy et al. 2020, option II control variates: a random $m$-subset runs
-$K$ local steps $y \leftarrow y - \eta_l(\nabla f_i(y) - c_i + c)$, one R-CSS round each).
+$K$ local steps $y \leftarrow y - \eta_l(\nabla f_i(y) - c_i + c)$, one R-CSS round each),
+`fedavg` (the same local steps without control variates), `rg_svrg` (RG-SAGA's I-CGM step
+with an SVRG snapshot refreshed by a full sync with probability $q$, derived here from
+RG-SAGA since the notes give no formula) and `saber_full` (PAGE with server gradient steps:
+a full sync with probability $q$, else the $m$-client recursive correction).
 
 ``State.error`` is $\|\nabla f(x)\|$ at the server iterate for every method, a monitoring
 quantity the ledger does not count, so ``tol`` means the same thing for all of them.

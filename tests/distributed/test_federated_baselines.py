@@ -281,3 +281,28 @@ def test_logistic_problem_and_constants():
     assert c["delta"] == pytest.approx(math.sqrt(top), rel=1e-10)
     lmax = max(float(jnp.linalg.norm(h, 2)) for h in H)
     assert c["l_max"] == pytest.approx(lmax + 0.2, rel=1e-10)
+
+
+@pytest.mark.parametrize("method", ["rg_svrg", "saber_full", "fedavg"])
+def test_float32_runs_and_tracks_float64(problem, method):
+    data, params = problem
+    """float32 in, float32 state out. The random coins (the sync coin, K_t) are drawn in
+    the iterate's precision, so only runs without them are compared with float64: q = 1
+    (every step a sync) for SABER-full, FedAvg as is; RG-SVRG's are checked for progress."""
+    make = {
+        "rg_svrg": lambda: D.rg_svrg(LOSS, M, q=0.3, seed=2, **params),
+        "saber_full": lambda: D.saber_full(LOSS, M, stepsize=0.005, q=1.0, seed=2),
+        "fedavg": lambda: D.fedavg(LOSS, M, stepsize=1e-3, local_steps=2, seed=2),
+    }[method]
+    data32 = jax.tree.map(lambda v: v.astype(jnp.float32), data)
+    s32 = _solve(make(), data32, 5, jnp.zeros(DIM, jnp.float32))
+    assert s32.x.dtype == jnp.float32
+    for leaf in jax.tree.leaves(s32.state):
+        assert leaf.dtype in (jnp.float32, jnp.int32, jnp.uint32), leaf.dtype
+    if method == "rg_svrg":
+        g0 = float(jnp.linalg.norm(D.full_gradient(LOSS, jnp.zeros(DIM), data)))
+        assert np.isfinite(float(s32.error)) and float(s32.error) < 0.5 * g0
+        return
+    s64 = _solve(make(), data, 5)
+    _assert_same_ledger(s32.state.ledger, s64.state.ledger)
+    np.testing.assert_allclose(s32.x, s64.x, rtol=1e-4, atol=1e-4)
