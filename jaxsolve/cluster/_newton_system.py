@@ -452,7 +452,10 @@ def horizontal(v, xi, om, basis):
         return xi, om
     gram = jnp.einsum("kia,lia->kl", xis, xis) + cs @ cs.T
     rhs = jnp.einsum("kia,ia->k", xis, xi) + cs @ om
-    coef = jnp.linalg.solve(gram, rhs)
+    # the Gram matrix of independent directions is positive definite: Cholesky (one
+    # factorization, two triangular solves) rather than LU, whose pivots become a
+    # permutation loop in the program
+    coef = jax.scipy.linalg.cho_solve((jnp.linalg.cholesky(gram), True), rhs)
     return xi - jnp.einsum("k,kia->ia", coef, xis), om - coef @ cs
 
 

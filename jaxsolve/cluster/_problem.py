@@ -222,18 +222,19 @@ def lloyd(points, centers, steps: int):
     """``steps`` Lloyd iterations from ``centers`` (an empty cluster keeps its center)."""
     k = centers.shape[0]
 
-    def assign(c):
-        return nearest_center(points, c)
-
-    def body(c, _):
-        labels = assign(c)
+    def body(carry, _):
+        c, _, _ = carry
+        labels = nearest_center(points, c)
         one_hot = jax.nn.one_hot(labels, k, dtype=points.dtype)
         counts = jnp.sum(one_hot, 0)
         new = (one_hot.T @ points) / jnp.maximum(counts, 1)[:, None]
-        return jnp.where(counts[:, None] > 0, new, c), None
+        return (jnp.where(counts[:, None] > 0, new, c), c, labels), None
 
-    centers, _ = jax.lax.scan(body, centers, None, length=steps)
-    return assign(centers), centers
+    # steps + 1 passes, the last one's update unused: the final assignment is the loop's
+    # own, so the assignment is compiled once, not once more after the loop
+    init = (centers, centers, jnp.zeros(points.shape[:1], jnp.int32))
+    (_, centers, labels), _ = jax.lax.scan(body, init, None, length=steps + 1)
+    return labels, centers
 
 
 def farthest_first(points, k: int):
@@ -285,9 +286,12 @@ def round_candidates(u, x, k: int, steps: int = 30):
     def cluster(pts):
         return lloyd(pts, farthest_first(pts, k), steps)[0]
 
-    # (1) and (2) have the same shape: one batched program (compiled once, not twice)
-    first = jax.vmap(cluster)(jnp.stack([rows, u]))
-    return jnp.concatenate([first, cluster(u @ (u.T @ x))[None]])
+    # One batched Lloyd for the three (compiled once, not twice): the narrower points are
+    # padded with zero columns, which change no distance
+    zx = u @ (u.T @ x)
+    width = max(u.shape[1], x.shape[1])
+    pad = lambda a: jnp.pad(a, ((0, 0), (0, width - a.shape[1])))  # noqa: E731
+    return jax.vmap(cluster)(jnp.stack([pad(rows), pad(u), pad(zx)]))
 
 
 def centers_of(x, labels, k: int):

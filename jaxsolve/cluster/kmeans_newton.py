@@ -72,6 +72,8 @@ class NewtonState(NamedTuple):
         status: int32 `Status` (``SUCCESS`` throughout; the driver decides the rest).
         value: ``f(V, Q)`` at the current barrier weight.
         grad: its Euclidean gradient ``(G_V, G_Q)``.
+        rgrad: the Riemannian gradient in tangent coordinates ``(Xi_g, omega_g)`` at ``x``
+            (from ``grad``; kept so a step does not compute it again from the state).
         sigma: the cubic regularization weight.
         mu: the current barrier weight (continuation down to the target ``mu``).
         step_length: length of the last model minimizer (0 before the first): with ``sigma``
@@ -84,6 +86,7 @@ class NewtonState(NamedTuple):
     status: jax.Array
     value: jax.Array
     grad: tuple
+    rgrad: tuple
     sigma: jax.Array
     mu: jax.Array
     step_length: jax.Array
@@ -152,6 +155,7 @@ class KMeansNewton(AbstractSolver):
             status=jnp.int32(Status.SUCCESS),
             value=f,
             grad=g,
+            rgrad=(xi, om),
             sigma=hyper(self.sigma0, dtype),
             mu=mu,
             step_length=jnp.zeros((), dtype),
@@ -169,7 +173,7 @@ class KMeansNewton(AbstractSolver):
         # Unit-radius copy of the lift; V is retracted as V = rho * R_{V/rho}(Xi/rho), rho = ||V||.
         sphere, orth = kmeans_manifold(n, 2, r).manifolds
         g = state.grad
-        grad_xi, grad_om = riemannian_gradient(x, g, basis)
+        grad_xi, grad_om = state.rgrad
         gnorm = jnp.sqrt(jnp.sum(grad_xi * grad_xi) + jnp.sum(grad_om * grad_om))
 
         system = structure(x, g, args, mu, basis)
@@ -332,6 +336,7 @@ class KMeansNewton(AbstractSolver):
             status=state.status,
             value=f_out,
             grad=g_out,
+            rgrad=(grad_xi_out, grad_om_out),
             sigma=sigma,
             mu=mu_next,
             step_length=jnp.where(found, step_length, state.step_length),
