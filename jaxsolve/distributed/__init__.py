@@ -1,4 +1,4 @@
-"""Decentralized optimization over networks: DS-ADMM, its baselines, agents on devices."""
+"""Decentralized and federated optimization: DS-ADMM, RG-SAGA, their baselines, devices."""
 
 from jaxsolve.distributed.base import DecentralizedSolver, Simulated
 from jaxsolve.distributed.baselines import (
@@ -30,7 +30,13 @@ from jaxsolve.distributed.graphs import (
     spectral_gap,
 )
 from jaxsolve.distributed.ledger import Ledger, edge_messages, empty_ledger, record
-from jaxsolve.distributed.mesh import MeshComm, agent_mesh, block_shifts, solve_on_mesh
+from jaxsolve.distributed.mesh import (
+    MeshComm,
+    agent_mesh,
+    block_shifts,
+    solve_clients_on_mesh,
+    solve_on_mesh,
+)
 from jaxsolve.distributed.problems import (
     L1,
     Box,
@@ -55,6 +61,7 @@ __all__ = [
     "agent_mesh",
     "block_shifts",
     "solve_on_mesh",
+    "solve_clients_on_mesh",
     "DGD",
     "NIDS",
     "DADMMState",

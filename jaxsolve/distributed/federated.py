@@ -55,8 +55,10 @@ a full sync with probability $q$, else the $m$-client recursive correction).
 
 ``State.error`` is $\|\nabla f(x)\|$ at the server iterate for every method, a monitoring
 quantity the ledger does not count, so ``tol`` means the same thing for all of them.
-The paper's test problem (`LogSumQuadratic`) is in `jaxsolve.distributed.federated_problems`
-and re-exported here.
+The test problems (the paper's `LogSumQuadratic`, `NonconvexLogistic` on breast_cancer, the
+`DigitsMLP` on non-IID digits) are in `jaxsolve.distributed.federated_problems` and
+re-exported here; `jaxsolve.distributed.solve_clients_on_mesh` runs any method with the
+clients sharded over devices.
 """
 
 from __future__ import annotations
@@ -73,8 +75,11 @@ import numpy as np
 import jaxsolve
 from jaxsolve.core.validation import check_finite, check_positive, is_concrete
 from jaxsolve.distributed.federated_problems import (
+    DigitsMLP,
     LogSumQuadratic,
     NonconvexLogistic,
+    digits_mlp,
+    hessian_constants,
     log_sum_constants,
     log_sum_quadratic,
     logistic_constants,
@@ -94,6 +99,9 @@ __all__ = [
     "NonconvexLogistic",
     "nonconvex_logistic",
     "logistic_constants",
+    "DigitsMLP",
+    "digits_mlp",
+    "hessian_constants",
     "saga_estimate",
     "RGSAGA",
     "RGSAGAState",

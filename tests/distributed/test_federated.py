@@ -129,8 +129,8 @@ def test_vmap_over_seeds_equals_loop(problem):
         sol = jaxsolve.solve(D.rg_saga(LOSS, M, seed=seed, **params), x0, data, max_steps=8)
         return sol.x, sol.state.ledger.local_grads
 
-    xs, locs = jax.vmap(run)(jnp.arange(4))
-    for s in range(4):
+    xs, locs = jax.vmap(run)(jnp.arange(8))
+    for s in range(8):
         x, loc = run(jnp.int32(s))
         np.testing.assert_allclose(xs[s], x, rtol=1e-12, atol=1e-12)
         assert int(locs[s]) == int(loc)
