@@ -69,7 +69,7 @@ def _replay_local_steps(seed, p, steps, max_local):
 def test_rg_saga_and_scaffold_decrease_the_loss_with_exact_ledgers(problem):
     """20 rounds from the Glorot start (f = 2.46, chance accuracy): RG-SAGA with the
     practical parameters at the Hessian constants of x0 reaches f = 2.02, SCAFFOLD
-    (10 local steps of 0.5 / L_max) f = 1.06."""
+    (5 local steps of 0.5 / L_max) f = 1.06."""
     data, x0 = problem
     consts = D.hessian_constants(LOSS, data, x0, iters=30)
     assert 2.0 < consts["delta"] < 3.5 and 2.5 < consts["delta1"] < 4.0
