@@ -88,3 +88,18 @@ def test_rg_saga_and_scaffold_decrease_the_loss_with_exact_ledgers(problem):
     sol = jaxsolve.solve(sc, x0, data, tol=0.0, max_steps=steps)
     assert _mean_loss(sol.x, data) < f0 - 1.0
     assert [int(v) for v in sol.state.ledger] == [0, steps, 0, 5 * M * steps]
+
+
+def test_float32_mlp_runs_in_float32(problem):
+    data64, _ = problem
+    data = D.digits_mlp(N, seed=0, dtype=jnp.float32)
+    assert data[0].dtype == jnp.float32 and data[1].dtype == jnp.int32
+    x0 = LOSS.init(jax.random.key(0), jnp.float32)
+    consts = D.hessian_constants(LOSS, data, x0, iters=30)
+    sol = jaxsolve.solve(
+        D.rg_saga(LOSS, M, **D.practical_parameters(N, M, **consts)),
+        x0, data, tol=0.0, max_steps=20,
+    )  # fmt: skip
+    assert sol.x.dtype == sol.state.table.dtype == jnp.float32
+    f0 = _mean_loss(x0.astype(jnp.float64), data64)
+    assert _mean_loss(sol.x.astype(jnp.float64), data64) < f0 - 0.3
