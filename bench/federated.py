@@ -597,9 +597,10 @@ def speed_section(n=100, d=1000, m=10):
     return lines
 
 
-def update_section(path, heading, lines):
-    """Replace (or insert, before the ablation) one section of an existing results file,
-    leaving the rest as it was measured (``--speed``, ``--mlp``)."""
+def update_section(path, heading, lines, before=(SPEED_HEADING, "## Why RG-SAGA")):
+    """Replace one section of an existing results file, or insert it before the first of
+    the headings ``before`` found (the full run's order), leaving the rest as it was
+    measured (``--speed``, ``--mlp``)."""
     text = path.read_text()
     new = "\n".join(lines)
     start = text.find(heading)
@@ -607,9 +608,8 @@ def update_section(path, heading, lines):
         end = text.find("\n## ", start + 1)
         end = len(text) if end < 0 else end + 1
     else:
-        start = end = text.find("## Why RG-SAGA")
-        if start < 0:
-            start = end = len(text)
+        found = [i for i in (text.find(h) for h in before) if i >= 0]
+        start = end = found[0] if found else len(text)
     path.write_text(text[:start] + new + "\n" + text[end:])
     print(new)
     print(f"updated {path}")
@@ -779,7 +779,7 @@ def main(argv=None):
         if a.mlp:
             update_section(path, MLP_HEADING, mlp_section())
         if a.speed:
-            update_section(path, SPEED_HEADING, speed_section())
+            update_section(path, SPEED_HEADING, speed_section(), before=("## Why RG-SAGA",))
         return
     if a.quick:
         n, d, m, seeds, max_steps = 30, 200, 5, (0,), 3000
