@@ -502,9 +502,10 @@ def mlp_section(n=10, m=2, max_steps=3000):
             for k, c in cost.items()
             if not k.startswith("RG-SAGA")
         )
-        + ". The loss column says where each method stopped: a small gradient norm is "
-        "reached at different points, the server-step methods (GD, SABER-full, the I-CGM "
-        "ones) at one stationary point, the local-step ones (SCAFFOLD, FedAvg) further down.",
+        + ". The loss column says where each method stopped: the same gradient norm is "
+        "reached at different losses (in this run the server-step methods, GD, SABER-full "
+        "and the I-CGM ones, stopped at about the same loss, the local-step ones, SCAFFOLD "
+        "and FedAvg, lower).",
         "",
         provenance(),
         "",
