@@ -19,6 +19,7 @@ from jaxsolve.distributed.baselines import (
 )
 from jaxsolve.distributed.ds_admm import DSADMM, DSADMMInfo, DSADMMState, default_beta, ds_admm
 from jaxsolve.distributed.graphs import (
+    Neighbours,
     check_mixing,
     erdos_renyi,
     from_adjacency,
@@ -26,6 +27,7 @@ from jaxsolve.distributed.graphs import (
     is_connected,
     metropolis_hastings,
     neighbors,
+    neighbour_lists,
     ring,
     spectral_gap,
 )
@@ -58,6 +60,8 @@ __all__ = [
     "DecentralizedSolver",
     "Simulated",
     "MeshComm",
+    "Neighbours",
+    "neighbour_lists",
     "agent_mesh",
     "block_shifts",
     "solve_on_mesh",

@@ -4,7 +4,10 @@ A solver's ``step`` never multiplies by the mixing matrix itself: it calls
 ``self.comm.mix(M, Z)`` for one round of neighbour exchange ($MZ$, for a matrix $M$
 with the sparsity of the graph) and ``self.comm.total(z)`` for a network-wide sum
 (monitoring only). `Simulated` does both on stacked arrays (all agents on one
-device: $MZ$ is a matrix product, which ``vmap`` batches); the device-mesh
+device: $MZ$ is a matrix product, or, for a matrix given as
+`jaxsolve.distributed.graphs.Neighbours` (a sparse graph's padded neighbour lists,
+``Problem.mixing``), each agent's weighted sum of its $K$ gathered neighbours, $nKd$
+multiply-adds instead of $n^2 d$; ``vmap`` batches both); the device-mesh
 communicator of `jaxsolve.distributed.mesh` does them with ``ppermute`` and
 ``psum`` inside ``jax.shard_map``. The same ``step`` runs both ways.
 
@@ -33,6 +36,7 @@ import jax
 import jax.numpy as jnp
 
 import jaxsolve
+from jaxsolve.distributed.graphs import Neighbours
 from jaxsolve.distributed.problems import (
     L1,
     Box,
@@ -54,6 +58,14 @@ class Simulated:
     """All agents stacked on one device: a round of exchange is ``M @ Z``."""
 
     def mix(self, M, Z):
+        if isinstance(M, Neighbours):
+            # Inside a conditional whose predicate is always true but known only at run
+            # time, so that the sum is computed once: fused into its consumers instead,
+            # XLA:CPU recomputes it in each of them from K materialized gathers (a
+            # DS-ADMM step at n = 256, d = 500, K = 26: 26 ms, against 5.4 ms this way
+            # and 6.9 ms dense). Under vmap over problems both branches run (a select).
+            zeros = lambda M, Z: jnp.zeros_like(Z)
+            return jax.lax.cond(M.index[0, 0] >= 0, _neighbour_sum, zeros, M, Z)
         return jnp.tensordot(M, Z, axes=1)
 
     def total(self, z):
@@ -61,6 +73,16 @@ class Simulated:
 
     def eye_rows(self, M):
         return jnp.eye(M.shape[0], M.shape[1], dtype=M.dtype)
+
+
+def _neighbour_sum(M, Z):
+    """$\\sum_k w_{ik} Z_{j_{ik}}$ for every agent $i$, the K terms unrolled: XLA fuses the
+    K gathers and the sum into one pass over Z (an einsum over the gathered (n, K, d)
+    array, a reduction over it, or a loop over k are each 3-40x slower on CPU)."""
+    out = M.weight[:, 0, None] * Z[M.index[:, 0]]
+    for k in range(1, M.index.shape[1]):
+        out = out + M.weight[:, k, None] * Z[M.index[:, k]]
+    return out
 
 
 def check_loss(loss) -> None:

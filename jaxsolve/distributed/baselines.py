@@ -37,6 +37,7 @@ import jax.numpy as jnp
 import jaxsolve
 from jaxsolve.core.validation import check_positive
 from jaxsolve.distributed.base import DecentralizedSolver, Simulated, check_loss, check_reg
+from jaxsolve.distributed.graphs import Neighbours
 from jaxsolve.distributed.ledger import Ledger, empty_ledger, record
 from jaxsolve.distributed.problems import Zero
 
@@ -124,7 +125,7 @@ class DGD(DecentralizedSolver):
 
     def step(self, state, args):
         X = state.x
-        WX = self.comm.mix(args.W, X)
+        WX = self.comm.mix(args.mixing, X)
         X1 = self._prox_g(WX - state.alpha * self._grads(X, args.data), state.alpha, args)
         new = state._replace(
             x=X1,
@@ -185,7 +186,7 @@ class PGExtra(DecentralizedSolver):
         lips = self._lipschitz(args.data).astype(x0.dtype)
         alpha = _need_alpha(_alpha(self, lips, x0, args.W))
         eta = self._eta(lips).astype(x0.dtype)
-        wx = self.comm.mix(args.W, x0)
+        wx = self.comm.mix(args.mixing, x0)
         g = self._grads(x0, args.data)
         # Z^0 chosen so that the general step gives Z^1 = W X^0 - alpha grad(X^0)
         z = 0.5 * (x0 + wx) - alpha * g
@@ -204,7 +205,7 @@ class PGExtra(DecentralizedSolver):
             - a * (state.grad - state.grad_prev)
         )
         X1 = self._prox_g(z, a, args)
-        wx1 = self.comm.mix(args.W, X1)
+        wx1 = self.comm.mix(args.mixing, X1)
         g1 = self._grads(X1, args.data)
         new = state._replace(
             x=X1, iter_num=state.iter_num + 1, error=self._error(X1, args, state.eta), z=z,
@@ -263,7 +264,7 @@ class NIDS(DecentralizedSolver):
         g = self._grads(x0, args.data)
         # Z^0 chosen so that the general step gives Z^1 = X^0 - alpha grad(X^0):
         # Z^0 = 2 X^0 - alpha g - W~ X^0 (one round for W X^0)
-        wx = self.comm.mix(args.W, x0)
+        wx = self.comm.mix(args.mixing, x0)
         z = 2 * x0 - alpha * g - 0.5 * (x0 + wx)
         ledger = record(empty_ledger(), rounds=1, vectors=1, size=x0.shape[1])
         err = self._error(x0, args, eta)
@@ -272,7 +273,7 @@ class NIDS(DecentralizedSolver):
     def step(self, state, args):
         a = state.alpha
         y = 2 * state.x - state.x_prev - a * (state.grad - state.grad_prev)
-        wy = self.comm.mix(args.W, y)
+        wy = self.comm.mix(args.mixing, y)
         z = state.z - state.x + 0.5 * (y + wy)
         X1 = self._prox_g(z, a, args)
         g1 = self._grads(X1, args.data)
@@ -324,6 +325,8 @@ class DecentralizedADMM(DecentralizedSolver):
     penalty: Any = None
 
     def _adjacency(self, W):
+        if isinstance(W, Neighbours):
+            return W.adjacency()
         return ((W != 0).astype(W.dtype)) * (1 - self.comm.eye_rows(W))
 
     def init(self, x0, args):
@@ -333,8 +336,8 @@ class DecentralizedADMM(DecentralizedSolver):
             c = (self.comm.total(lips) / args.W.shape[1]).astype(x0.dtype)
         else:
             c = jaxsolve.hyper(self.penalty, x0)
-        adj = self._adjacency(args.W)
-        deg = jnp.sum(adj, axis=1)
+        adj = self._adjacency(args.mixing)
+        deg = jnp.sum(adj.weight if isinstance(adj, Neighbours) else adj, axis=1)
         nsum = self.comm.mix(adj, x0)
         eta = self._eta(lips).astype(x0.dtype)
         ledger = record(empty_ledger(), rounds=1, vectors=1, size=x0.shape[1])
@@ -351,7 +354,7 @@ class DecentralizedADMM(DecentralizedSolver):
         g = self._grads(X, args.data)
         z = (L * X - g - state.dual + c * (deg * X + state.nsum)) / w
         X1 = self._prox_g(z, 1 / w[:, 0], args)
-        nsum = self.comm.mix(self._adjacency(args.W), X1)
+        nsum = self.comm.mix(self._adjacency(args.mixing), X1)
         dual = state.dual + c * (deg * X1 - nsum)
         new = state._replace(
             x=X1, iter_num=state.iter_num + 1, error=self._error(X1, args, state.eta),

@@ -173,9 +173,9 @@ class DSADMM(DecentralizedSolver):
         factor = None
         if self.f_step == "prox":
             factor = jax.vmap(self.loss.prox_factor, in_axes=(0, None))(problem.data, 1 / c)
-        Wv = self.comm.mix(problem.W, x0)  # round 1 (u^0 = v^0 = x0, so W u^0 = W v^0)
+        Wv = self.comm.mix(problem.mixing, x0)  # round 1 (u^0 = v^0 = x0, so W u^0 = W v^0)
         p = 2 * beta * x0 - beta * Wv
-        Wp = self.comm.mix(problem.W, p)  # round 2
+        Wp = self.comm.mix(problem.mixing, p)  # round 2
         zeros = jnp.zeros_like(x0)
         eta = self._eta(lips)
         ledger = record(empty_ledger(), rounds=2, vectors=2, size=x0.shape[1])
@@ -228,13 +228,13 @@ class DSADMM(DecentralizedSolver):
         lam2h = state.lam2 - r * beta * (u1 - state.Wv)
         q = 2 * beta * u1 - lam2h - beta * state.Wv
         # round 1: broadcast (u, q)
-        Wu1, Wq = self._exchange(problem.W, u1, q)
+        Wu1, Wq = self._exchange(problem.mixing, u1, q)
         lam1h = state.lam1 - r * beta * (Wu1 - v)
         v1 = self._prox_g((Wq - lam1h + beta * (1 + tau) * v) / c, 1 / c, problem)
         lam1 = lam1h - s * beta * (Wu1 - v1)
         p = lam1 + 2 * beta * v1 - beta * Wu1
         # round 2: broadcast (v, p)
-        Wv1, Wp1 = self._exchange(problem.W, v1, p)
+        Wv1, Wp1 = self._exchange(problem.mixing, v1, p)
         lam2 = lam2h - s * beta * (u1 - Wv1)
         n = problem.W.shape[1]
         res = jnp.sqrt(self.comm.total(jnp.sum((Wu1 - v1) ** 2 + (u1 - Wv1) ** 2, axis=1)) / n)

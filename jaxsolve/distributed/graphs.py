@@ -16,11 +16,26 @@ $$
 symmetric and doubly stochastic for any undirected graph, with eigenvalues in
 $(-1, 1]$; $1$ is simple exactly when the graph is connected. The spectral gap is
 $1 - \max(|\lambda_2|, |\lambda_n|)$.
+
+**Neighbour lists.** A round of exchange is the product $WZ$ ($Z$ the agents' stacked
+vectors, ``(n, d)``). Dense, it costs $n^2 d$ multiply-adds; over the graph, agent $i$
+only sums its $\deg_i + 1$ terms. `neighbour_lists` stores $W$ padded to the widest
+row (ELL format: per agent the column indices and weights of its row, short rows
+padded with the agent's own index and weight 0) so that the simulation's ``mix``
+(`jaxsolve.distributed.base.Simulated`) gathers $K$ rows of $Z$ per agent instead.
+On the 2 CPU cores measured (n = 256, d = 1000, float64) the gathered sum of
+$K = 26$ terms takes 0.55 ms against 1.9 ms for the dense product, and breaks even
+near $K = n/4$ (BLAS's matrix product does more work per second than a gather), so
+`make_problem` uses the lists when $K \le n/8$ (and $K \le 64$: the $K$ terms are
+unrolled in the program).
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 from jaxtyping import Array, Float
@@ -37,7 +52,14 @@ __all__ = [
     "check_mixing",
     "is_connected",
     "neighbors",
+    "Neighbours",
+    "neighbour_lists",
 ]
+
+#: `make_problem` stores $W$ as neighbour lists when the widest row has at most this
+#: fraction of the agents (and at most `MAX_WIDTH` entries); see the module docstring.
+SPARSE_FRACTION = 1 / 8
+MAX_WIDTH = 64
 
 
 def _count(name: str, n) -> int:
@@ -163,6 +185,51 @@ def neighbors(W: ArrayLike) -> tuple[tuple[int, ...], ...]:
     """Each agent's neighbours (the off-diagonal support of ``W``), as Python tuples."""
     w = np.asarray(W)
     return tuple(tuple(int(j) for j in np.flatnonzero(w[i]) if j != i) for i in range(len(w)))
+
+
+class Neighbours(NamedTuple):
+    """A mixing matrix as padded neighbour lists (ELL): row $i$ of $W$ is
+    ``sum_k weight[i, k] * e_{index[i, k]}``.
+
+    Attributes:
+        index: ``(n, K)`` int32, the columns of row $i$'s nonzeros (its own index where
+            padded).
+        weight: ``(n, K)``, their values (0 where padded).
+    """
+
+    index: jax.Array
+    weight: jax.Array
+
+    def adjacency(self) -> Neighbours:
+        """The graph's 0/1 adjacency without self-loops, in the same lists."""
+        own = self.index == jnp.arange(self.index.shape[0], dtype=self.index.dtype)[:, None]
+        return Neighbours(self.index, ((self.weight != 0) & ~own).astype(self.weight.dtype))
+
+
+def neighbour_lists(W: ArrayLike, dtype=None) -> Neighbours:
+    """``W`` (concrete, ``(n, n)``) as `Neighbours`, padded to its widest row (at least
+    one entry: a zero row becomes its own index with weight 0). The order within a
+    row is the column order. ``dtype``: of the weights (default ``W``'s)."""
+    w = np.asarray(W)
+    n = w.shape[0]
+    nz = w != 0
+    width = max(int(nz.sum(axis=1).max(initial=0)), 1)
+    index = np.repeat(np.arange(n, dtype=np.int32)[:, None], width, axis=1)
+    weight = np.zeros((n, width), w.dtype)
+    for i in range(n):
+        cols = np.flatnonzero(nz[i])
+        index[i, : cols.size] = cols
+        weight[i, : cols.size] = w[i, cols]
+    return Neighbours(jnp.asarray(index), jnp.asarray(weight, dtype or w.dtype))
+
+
+def sparse_enough(W: ArrayLike) -> bool:
+    """Whether `neighbour_lists` mixes faster than the dense product (module docstring):
+    the widest row of ``W`` (concrete) has at most ``SPARSE_FRACTION * n`` and at most
+    ``MAX_WIDTH`` nonzeros."""
+    w = np.asarray(W)
+    width = int((w != 0).sum(axis=1).max(initial=0))
+    return width <= min(SPARSE_FRACTION * w.shape[0], MAX_WIDTH)
 
 
 def spectral_gap(W: Float[Array, "n n"]) -> float:

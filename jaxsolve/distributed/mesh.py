@@ -173,6 +173,7 @@ def solve_on_mesh(
     if not isinstance(getattr(solver, "comm", None), Simulated):
         raise TypeError("solver must be a decentralized solver built for simulation (ds_admm, ...)")
     check_mixing(problem.W, name="problem.W")
+    problem = problem._replace(neighbours=None)  # the mesh mixes by blocks of W
     n = problem.W.shape[0]
     if np.shape(x0)[0] != n or np.ndim(x0) != 2:
         raise ValueError(f"x0 must have shape ({n}, d), got {np.shape(x0)}")

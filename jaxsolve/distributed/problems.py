@@ -36,7 +36,7 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from jaxsolve.core.validation import check_finite, check_floating, is_concrete
-from jaxsolve.distributed.graphs import check_mixing
+from jaxsolve.distributed.graphs import check_mixing, neighbour_lists, sparse_enough
 from jaxsolve.projections import box as _project_box
 
 __all__ = [
@@ -66,11 +66,22 @@ class Problem(NamedTuple):
         W: the ``(n, n)`` mixing matrix (symmetric, doubly stochastic, connected).
         reg: the regularizer's parameters (``lam`` for `L1`/`L2Squared`,
             ``(lo, hi)`` for `Box`, anything for `Zero`).
+        neighbours: ``W`` again as padded neighbour lists
+            (`jaxsolve.distributed.graphs.Neighbours`), or None. When given, the
+            simulation mixes by gathering each agent's neighbours instead of the dense
+            product with ``W`` (same values up to rounding); `make_problem` sets it
+            for a sparse enough graph. The device mesh mixes by blocks of ``W``.
     """
 
     data: Any
     W: jax.Array
     reg: Any = 0.0
+    neighbours: Any = None
+
+    @property
+    def mixing(self):
+        """What a round of exchange multiplies by: ``neighbours`` if set, else ``W``."""
+        return self.W if self.neighbours is None else self.neighbours
 
 
 def num_agents(problem: Problem) -> int:
@@ -78,10 +89,15 @@ def num_agents(problem: Problem) -> int:
     return int(np.shape(problem.W)[0])
 
 
-def make_problem(data, W, reg=0.0) -> Problem:
+def make_problem(data, W, reg=0.0, *, neighbours: bool | None = None) -> Problem:
     """A checked `Problem`: ``W`` a valid mixing matrix of the agent count of ``data``.
 
-    ``W`` is cast to the dtype of ``data``. Raises ``ValueError``/``TypeError`` (naming
+    ``W`` is cast to the dtype of ``data``. ``neighbours``: whether the simulation
+    mixes over neighbour lists (``True``), by the dense product (``False``), or, by
+    default, over the lists when the graph is sparse enough for them to be faster
+    (its widest row of $W$ has at most $n/8$ and at most 64 nonzeros;
+    `jaxsolve.distributed.graphs` says why). Either way the iterates agree up to
+    rounding. Raises ``ValueError``/``TypeError`` (naming
     the argument) for a non-floating or NaN ``data``, a ``W`` that is not symmetric,
     doubly stochastic and connected, a leading axis of ``data`` other than ``n``, or
     regularizer parameters no regularizer accepts (a negative, infinite or NaN
@@ -103,7 +119,12 @@ def make_problem(data, W, reg=0.0) -> Problem:
     dtype = jnp.result_type(leaves[0])
     reg = jax.tree.map(lambda v: jnp.asarray(v, dtype), reg)
     _check_reg_params(reg)
-    return Problem(data, jnp.asarray(W, dtype), reg)
+    if neighbours not in (None, True, False):
+        raise ValueError(f"neighbours must be None, True or False, got {neighbours!r}")
+    if neighbours is None:
+        neighbours = sparse_enough(W)
+    lists = neighbour_lists(W, dtype) if neighbours else None
+    return Problem(data, jnp.asarray(W, dtype), reg, lists)
 
 
 def _check_reg_params(reg, name: str = "reg") -> None:
