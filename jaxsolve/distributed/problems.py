@@ -121,8 +121,10 @@ def make_problem(data, W, reg=0.0, *, neighbours: bool | None = None) -> Problem
     _check_reg_params(reg)
     if neighbours not in (None, True, False):
         raise ValueError(f"neighbours must be None, True or False, got {neighbours!r}")
+    if neighbours and not is_concrete(W):
+        raise ValueError("neighbours=True needs a concrete W (the lists are built on the host)")
     if neighbours is None:
-        neighbours = sparse_enough(W)
+        neighbours = is_concrete(W) and sparse_enough(W)  # a traced W: the dense product
     lists = neighbour_lists(W, dtype) if neighbours else None
     return Problem(data, jnp.asarray(W, dtype), reg, lists)
 

@@ -64,6 +64,11 @@ def test_make_problem_uses_the_lists_for_sparse_graphs_only():
     assert forced.neighbours is None and forced.mixing is forced.W
     with pytest.raises(ValueError, match="neighbours must be"):
         D.make_problem((A, b), dense, 0.1, neighbours="yes")
+    # a traced W is not inspected: the dense product
+    ring_w = jnp.asarray(D.metropolis_hastings(D.ring(64)))
+    assert jax.eval_shape(lambda W: D.make_problem((A, b), W, 0.1).neighbours, ring_w) is None
+    with pytest.raises(ValueError, match="concrete"):
+        jax.eval_shape(lambda W: D.make_problem((A, b), W, 0.1, neighbours=True), ring_w)
 
 
 @pytest.mark.parametrize("method", sorted(METHODS))
