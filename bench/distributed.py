@@ -308,7 +308,7 @@ def _network_error(net, eta, lam):
 def _time_one(n, d, m, p, iters):
     """One row per mixing (neighbour lists when `make_problem` picks them, and the dense
     product): ours with and without the per-step error measure against the loop
-    without and with the same measure, best of 3 passes that each run every variant once."""
+    without and with the same measure, best of 5 passes that each run every variant once."""
     A, b = D.sparse_binary(jax.random.key(1), n, m, d)
     W = D.metropolis_hastings(D.erdos_renyi(jax.random.key(2), n, p))
     lam, beta = 0.1, 1.0
@@ -353,7 +353,7 @@ def _time_one(n, d, m, p, iters):
         jax.block_until_ready(bare(solver, x0, problem, iters))
         t_err[name], t_bare[name] = [], []
     t_np, t_np_err = [], []
-    for _ in range(3):  # every variant once per pass, best of 3 passes each
+    for _ in range(5):  # every variant once per pass, best of 5 passes each
         for name, problem in problems.items():
             t_err[name].append(
                 _best(lambda pr=problem: jax.block_until_ready(run(solver, x0, pr, iters)), 1)
@@ -403,6 +403,8 @@ def timing(quick):
 
 
 SPEED_HEADING = "## Time per iteration: DS-ADMM, sparse binary lasso, ER graph"
+# measured apart (2026-12-04, jit of one step at n = 256, d = 500); rewrite when it changes
+SPEED_NOTE = "Where a step's time goes at 256 agents, d = 500 (one jitted step, measured apart, dense mixing): the two rounds `W @ [a b]` (256 x 256 x 1000) 0.9-2 ms each; the least-squares u-step 2.7 ms (it reads the agents' data A, 256 x 20 x 500 float64 = 20 MB, twice); the error measure 1.6 ms (A read twice more: every agent's gradient at the mean). The neighbour lists bring a round to 0.3-0.4 ms; most of the rest is the four batched matrix-vector products over A (about 0.8 ms each alone, where one read of A takes 0.42 ms), so the 20x target is not met at 256 agents (5.8x with the error measure on both sides, 8.5x without)."
 
 
 def speed_section(quick):
@@ -418,15 +420,16 @@ def speed_section(quick):
             "measure every step, and the same steps in a `fori_loop` that returns only x "
             "(no error measure); the mixing is the one `make_problem` picks (neighbour "
             "lists for a sparse enough graph) and, for comparison, the dense product "
-            "`W @ Z` (`neighbours=False`). 1000 iterations (100 at n = 64 in `--quick`), wall time per iteration, best of 3 passes "
+            "`W @ Z` (`neighbours=False`). 1000 iterations (100 at n = 64 in `--quick`). Wall time per iteration (CPU time is no steadier here: under load it counts the spin-waits of XLA's thread pool), best of 5 passes "
             "that each run every variant of ours and of the loop once. The loop: DS-ADMM written as decent-bench runs "
             "its algorithms (one Python object per agent, NumPy, messages through "
             "inboxes; decent-bench needs Python >= 3.13, not installable here), 10-20 "
-            "iterations, best of 3, without and with the same error measure computed "
+            "iterations a pass, without and with the same error measure computed "
             "each step (each agent's gradient at the network mean, summed, a soft "
             "threshold). The last column compares the two runs' iterates and error "
             "measures after 10-20 iterations.",
             table,
+            SPEED_NOTE,
         ]
     )
 
