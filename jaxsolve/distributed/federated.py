@@ -402,12 +402,9 @@ class RGSAGA(jaxsolve.AbstractSolver):
         n = _check_data(args, self.m)
         grads = _client_grads(self.loss, x0, args)
         g = jnp.mean(grads, axis=0)
-        ledger = empty_client_ledger()._replace(
-            a_rounds=jnp.int32(_sync_rounds(n, self.m)), local_grads=jnp.int32(n)
-        )
         key = jax.random.key_data(jax.random.key(self.seed))
         z = jnp.int32(0)
-        return RGSAGAState(x0, z, jnp.linalg.norm(g), z, g, grads, g, key, ledger)
+        return RGSAGAState(x0, z, jnp.linalg.norm(g), z, g, grads, g, key, _sync_ledger(n, self.m))
 
     def _local(self, key, x, g, data1):
         return _delegate_step(self, key, x, g, data1)
@@ -515,20 +512,14 @@ class FedGD(jaxsolve.AbstractSolver):
     def init(self, x0, args):
         n = _check_data(args, self.m)
         g = full_gradient(self.loss, x0, args)
-        led = empty_client_ledger()._replace(
-            a_rounds=jnp.int32(_sync_rounds(n, self.m)), local_grads=jnp.int32(n)
-        )
         z = jnp.int32(0)
-        return FedGDState(x0, z, jnp.linalg.norm(g), z, g, led)
+        return FedGDState(x0, z, jnp.linalg.norm(g), z, g, _sync_ledger(n, self.m))
 
     def step(self, state, args):
         n = num_clients(args)
         x1 = state.x - jaxsolve.hyper(self.stepsize, state.x) * state.grad
         g = full_gradient(self.loss, x1, args)
-        led = state.ledger
-        led = led._replace(
-            a_rounds=led.a_rounds + _sync_rounds(n, self.m), local_grads=led.local_grads + n
-        )
+        led = _add(state.ledger, (_sync_rounds(n, self.m), 0, n))
         return FedGDState(x1, state.iter_num + 1, jnp.linalg.norm(g), state.status, g, led), None
 
 
