@@ -86,8 +86,8 @@ def kkt_residuals(d: Scaled, x, z, y, pending_on) -> Residuals:
     # (y in mu * subdifferential of dist at z), gap = x'Px + q'x + y'z (as OSQP 1.x, it
     # makes SUCCESS imply an accurate objective, not only small residuals).
     # Relative to the size of the terms (|y|'|z|: they cancel at large elastic weights).
-    xPx, qx, yz = x @ Px / d.c, d.q @ x / d.c, y @ z / d.c
-    yz_abs = jnp.abs(y) @ jnp.abs(z) / d.c
+    xPx, qx = (v / d.c for v in _sum_rows(x * Px, d.q * x))
+    yz, yz_abs = (v / d.c for v in _sum_rows(y * z, jnp.abs(y) * jnp.abs(z)))
     gap = jnp.abs(xPx + qx + yz) / (
         1.0 + jnp.maximum(jnp.maximum(jnp.abs(xPx), jnp.abs(qx)), yz_abs)
     )
@@ -128,3 +128,20 @@ def _amax_rows(*vs):
 @_amax_rows.defjvp
 def _amax_rows_jvp(primals, tangents):
     return jax.jvp(lambda *vs: tuple(amax(v) for v in vs), primals, tangents)
+
+
+@jax.custom_jvp
+def _sum_rows(*vs):
+    """The sums of the equal-length vectors ``vs``, as one (variadic) reduction (one
+    kernel, see `_amax_rows`); derivatives are those of the separate sums (whose values,
+    under differentiation, may differ from these in the last bits: the order of the
+    additions is XLA's)."""
+    zero = jnp.zeros((), vs[0].dtype)
+    return jax.lax.reduce(
+        vs, (zero,) * len(vs), lambda a, b: tuple(x + y for x, y in zip(a, b, strict=True)), (0,)
+    )
+
+
+@_sum_rows.defjvp
+def _sum_rows_jvp(primals, tangents):
+    return jax.jvp(lambda *vs: tuple(jnp.sum(v) for v in vs), primals, tangents)

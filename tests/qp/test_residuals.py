@@ -68,8 +68,7 @@ def test_residuals_equal_the_norm_by_norm_formulas():
         # the maxima are exact in any order: bit for bit
         for f in ("primal", "dual", "primal_scale", "dual_scale", "violation"):
             assert float(getattr(got, f)) == float(want[f]), f
-        # kkt and error include the duality gap's dot products (same formulas; kept to
-        # rounding, as XLA fuses the two programs differently)
+        # kkt and error include the duality gap, whose sums XLA may add in another order
         for f in ("kkt", "error"):
             np.testing.assert_allclose(float(getattr(got, f)), float(want[f]), rtol=1e-13)
         assert float(got.error) > 1e-4  # a point of an unfinished run, not a trivial zero
