@@ -45,20 +45,6 @@ def _reclassify(d: Scaled, Ax, y, mu_rows):
     return sat_up, sat_lo, *_classify(d, Ax, y, sat_up, sat_lo)
 
 
-def _row_states(sat_up, sat_lo, act_up, act_lo):
-    """The four row states as one int8 code, 0 for an inactive row (they exclude each
-    other when ``l <= u``, which `jaxsolve.qp.problem.validate_qp` checks): the polish
-    passes carry one array instead of four, and every loop-carried array is a kernel of
-    its own in the program XLA:CPU compiles (its compile time grows with their count)."""
-    code = jnp.where(act_up, 1, jnp.where(act_lo, 2, 0))
-    return jnp.where(sat_up, 3, jnp.where(sat_lo, 4, code)).astype(jnp.int8)
-
-
-def _unpack_states(code):
-    """``(sat_up, sat_lo, act_up, act_lo)`` from `_row_states`' code."""
-    return code == 3, code == 4, code == 1, code == 2
-
-
 def _polish_once(d: Scaled, xs, ys, sat_up, sat_lo, act_up, act_lo, mu_rows, delta, refine):
     """One active-set solve of the (relaxed) KKT system with iterative refinement."""
     dtype = xs.dtype
@@ -142,21 +128,20 @@ def polish(
 
     def run(n_pass, delta_pass, refine_pass, carry):
         def body(_, carry):
-            x, y, states, best = carry
-            sat_up, sat_lo, act_up, act_lo = _unpack_states(states)
+            x, y, act_up, act_lo, sat_up, sat_lo, best = carry
             x, z, y, ya, Ax, act = _polish_once(
                 d, x, y, sat_up, sat_lo, act_up, act_lo, mu_rows, delta_pass, refine_pass
             )
             r = kkt_residuals(d, x, z, y, pending)
             ok = jnp.isfinite(r.error) & (r.error < best[3].error)
             best = jax.tree.map(lambda a, b: jnp.where(ok, a, b), (x, z, y, r), best)
-            states = _row_states(*_reclassify(d, Ax, jnp.where(act, ya, y), mu_rows))
-            return x, y, states, best
+            sat_up, sat_lo, act_up, act_lo = _reclassify(d, Ax, jnp.where(act, ya, y), mu_rows)
+            return x, y, act_up, act_lo, sat_up, sat_lo, best
 
         return jax.lax.fori_loop(0, n_pass, body, carry)
 
-    carry = (xs, ys, _row_states(sat_up, sat_lo, act_up, act_lo), (xs, zs, ys, res0))
-    best = run(passes, delta, refine, carry)[3]
+    carry = (xs, ys, act_up, act_lo, sat_up, sat_lo, (xs, zs, ys, res0))
+    best = run(passes, delta, refine, carry)[6]
     if fine > 0:
 
         def run_fine(best):
@@ -165,8 +150,8 @@ def polish(
             act_up, act_lo = _classify(d, best_z, best_y, sat_up, sat_lo)
             # not below 1e3 eps: in float32 the stage keeps delta, with more refinement
             delta_fine = jnp.maximum(delta * 1e-2, 1e3 * jnp.finfo(xs.dtype).eps)
-            carry = (best_x, best_y, _row_states(sat_up, sat_lo, act_up, act_lo), best)
-            return run(fine, delta_fine, fine_refine, carry)[3]
+            carry = (best_x, best_y, act_up, act_lo, sat_up, sat_lo, best)
+            return run(fine, delta_fine, fine_refine, carry)[6]
 
         exact = best[3].error <= 1e3 * jnp.finfo(xs.dtype).eps
         best = jax.lax.cond(exact, lambda b: b, run_fine, best)

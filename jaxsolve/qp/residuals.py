@@ -68,80 +68,36 @@ def kkt_residuals(d: Scaled, x, z, y, pending_on) -> Residuals:
     Aty_n = jnp.where(pending_on, jnp.abs(Aty), Aty_abs)
     Px_u, Aty_u, q_u = Dinv * Px / d.c, Dinv * Aty_n / d.c, Dinv * d.q / d.c
     Ax_u, z_u = Einv * Ax, Einv * z
-    # The infinity norms in two reductions, one over the n-vectors and one over the
-    # m-vectors, instead of one each (every reduction is a kernel of its own; a
-    # maximum is exact in any order, so the values are those of separate norms).
-    (n_Px_u, n_Aty_u, n_q_u, rd_u, n_Dx, n_Px, n_Aty, n_q, dual) = _amax_rows(
-        Px_u, Aty_u, q_u, Px_u + q_u + Dinv * Aty / d.c, d.D * x, Px, Aty, d.q, Px + d.q + Aty
-    )
-    viol_u = interval_distance(z_u, d.lo, d.up)
-    # Each row also against its own scale (||a_i|| ||x||, |a_i'x|, |z_i|): relative to
-    # the largest row alone, a row scaled by 1e8 would hide another row's violation.
-    # SUCCESS means every row of the problem as given meets tol relative to its own size.
-    row = 1.0 + jnp.maximum(jnp.maximum(jnp.abs(Ax_u), jnp.abs(z_u)), d.anorm * n_Dx)
-    (rp_u, n_Ax_u, n_z_u, rp_row, viol_abs, viol_row, primal, n_Ax, n_z) = _amax_rows(
-        Ax_u - z_u, Ax_u, z_u, jnp.abs(Ax_u - z_u) / row, viol_u, viol_u / row, Ax - z, Ax, z
-    )
+    rp_u = amax(Ax_u - z_u)
+    rd_u = amax(Px_u + q_u + Dinv * Aty / d.c)
     # Duality gap of the relaxed problem: for (z, y) pairs built by the relaxed update
     # (y in mu * subdifferential of dist at z), gap = x'Px + q'x + y'z (as OSQP 1.x, it
     # makes SUCCESS imply an accurate objective, not only small residuals).
     # Relative to the size of the terms (|y|'|z|: they cancel at large elastic weights).
-    xPx, qx = (v / d.c for v in _sum_rows(x * Px, d.q * x))
-    yz, yz_abs = (v / d.c for v in _sum_rows(y * z, jnp.abs(y) * jnp.abs(z)))
+    xPx, qx, yz = x @ Px / d.c, d.q @ x / d.c, y @ z / d.c
+    yz_abs = jnp.abs(y) @ jnp.abs(z) / d.c
     gap = jnp.abs(xPx + qx + yz) / (
         1.0 + jnp.maximum(jnp.maximum(jnp.abs(xPx), jnp.abs(qx)), yz_abs)
     )
     kkt = jnp.maximum(
         jnp.maximum(
-            rp_u / (1.0 + jnp.maximum(n_Ax_u, n_z_u)),
-            rd_u / (1.0 + jnp.maximum(jnp.maximum(n_Px_u, n_Aty_u), n_q_u)),
+            rp_u / (1.0 + jnp.maximum(amax(Ax_u), amax(z_u))),
+            rd_u / (1.0 + jnp.maximum(jnp.maximum(amax(Px_u), amax(Aty_u)), amax(q_u))),
         ),
         gap,
     )
-    kkt = jnp.maximum(kkt, rp_row)
-    violation = jnp.maximum(viol_abs / (1.0 + n_z_u), viol_row)
+    # Each row also against its own scale (||a_i|| ||x||, |a_i'x|, |z_i|): relative to
+    # the largest row alone, a row scaled by 1e8 would hide another row's violation.
+    # SUCCESS means every row of the problem as given meets tol relative to its own size.
+    row = 1.0 + jnp.maximum(jnp.maximum(jnp.abs(Ax_u), jnp.abs(z_u)), d.anorm * amax(d.D * x))
+    kkt = jnp.maximum(kkt, amax(jnp.abs(Ax_u - z_u) / row))
+    viol_abs = amax(interval_distance(z_u, d.lo, d.up))
+    violation = jnp.maximum(
+        viol_abs / (1.0 + amax(z_u)), amax(interval_distance(z_u, d.lo, d.up) / row)
+    )
     error = jnp.maximum(kkt, jnp.where(pending_on, violation, 0.0))
-    primal_scale = jnp.maximum(n_Ax, n_z)
-    dual_scale = jnp.maximum(jnp.maximum(n_Px, n_Aty), n_q)
+    primal = amax(Ax - z)
+    dual = amax(Px + d.q + Aty)
+    primal_scale = jnp.maximum(amax(Ax), amax(z))
+    dual_scale = jnp.maximum(jnp.maximum(amax(Px), amax(Aty)), amax(d.q))
     return Residuals(kkt, violation, error, primal, dual, primal_scale, dual_scale, Ax)
-
-
-@jax.custom_jvp
-def _amax_rows(*vs):
-    """``amax`` of each of the equal-length vectors ``vs``, as one (variadic) reduction.
-
-    XLA:CPU compiles each reduction into a kernel of its own, and the program's compile
-    time grows with the number of kernels: the residuals' eighteen norms in one
-    reduction per length cut a single QP's program by a tenth. A maximum is exact in
-    any order, so the values are those of the separate norms. Derivatives (JAX has no
-    JVP rule for a variadic reduction) are those of the separate norms.
-    """
-    zero = jnp.zeros((), vs[0].dtype)
-    return jax.lax.reduce(
-        tuple(jnp.abs(v) for v in vs),
-        (zero,) * len(vs),
-        lambda a, b: tuple(jnp.maximum(x, y) for x, y in zip(a, b, strict=True)),
-        (0,),
-    )
-
-
-@_amax_rows.defjvp
-def _amax_rows_jvp(primals, tangents):
-    return jax.jvp(lambda *vs: tuple(amax(v) for v in vs), primals, tangents)
-
-
-@jax.custom_jvp
-def _sum_rows(*vs):
-    """The sums of the equal-length vectors ``vs``, as one (variadic) reduction (one
-    kernel, see `_amax_rows`); derivatives are those of the separate sums (whose values,
-    under differentiation, may differ from these in the last bits: the order of the
-    additions is XLA's)."""
-    zero = jnp.zeros((), vs[0].dtype)
-    return jax.lax.reduce(
-        vs, (zero,) * len(vs), lambda a, b: tuple(x + y for x, y in zip(a, b, strict=True)), (0,)
-    )
-
-
-@_sum_rows.defjvp
-def _sum_rows_jvp(primals, tangents):
-    return jax.jvp(lambda *vs: tuple(jnp.sum(v) for v in vs), primals, tangents)
