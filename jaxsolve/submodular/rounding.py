@@ -135,13 +135,18 @@ def _pairwise(x, w, groups, num_groups, key, round_up: bool, f=None):
         coins = jax.random.uniform(key, (n,), dtype)
         z0 = jnp.zeros((1,), dtype)
     else:
+        z0 = f.modular(x)
         if f.sparse:
-            column = f.column
+            gain, move = _sparse_moves(f)
         else:
             MT = f.M.T  # rows of M^T are the items' columns: contiguous reads in the loop
-            column = lambda j: MT[j]
-        z0 = f.modular(x)
-        value = lambda z: jnp.dot(f.weights, f.phi.value(z, f.cap))
+            value = lambda z: jnp.dot(f.weights, f.phi.value(z, f.cap))
+
+            def gain(z, i, j, wi, wj, theta):  # F(z + theta d) up to a constant
+                return value(z + theta * (MT[i] / wi - MT[j] / wj))
+
+            def move(z, i, j, wi, wj, theta):
+                return z + theta * (MT[i] / wi - MT[j] / wj)
 
     def body(carry):
         x, z, cur, grp, p = carry
@@ -158,9 +163,8 @@ def _pairwise(x, w, groups, num_groups, key, round_up: bool, f=None):
             p_up = dn / jnp.maximum(up + dn, jnp.finfo(dtype).tiny)
             take_up = coins[p] < p_up
         else:
-            d = column(i) / wi - column(j) / wj
-            take_up = value(z + up * d) >= value(z - dn * d)
-            z = z + jnp.where(pair, jnp.where(take_up, up, -dn), 0) * d
+            take_up = gain(z, i, j, wi, wj, up) >= gain(z, i, j, wi, wj, -dn)
+            z = move(z, i, j, wi, wj, jnp.where(pair, jnp.where(take_up, up, -dn), 0))
         theta = jnp.where(pair, jnp.where(take_up, up, -dn), 0)
         xi_new = snap(xi + theta / wi)
         xj_new = snap(xj - theta / wj)
@@ -174,6 +178,42 @@ def _pairwise(x, w, groups, num_groups, key, round_up: bool, f=None):
     init = (x, z0, jnp.int32(-1), groups[order[0]], jnp.int32(0))
     x, _, _, _, _ = jax.lax.while_loop(lambda c: c[-1] < count, body, init)
     return x > tol if round_up else x >= 1 - tol
+
+
+def _sparse_moves(f):
+    """`(gain, move)` of the derandomized pass for a `BCOO` `f`, in $O(p)$ per move.
+
+    The direction $d = M_{:i}/w_i - M_{:j}/w_j$ touches only the rows of columns $i$
+    and $j$ (`f.columns`, rows ascending, padding row $m$ last), so
+    $F(z + \theta d) - F(z)$ is a sum over those rows; a row shared by both columns is
+    counted once, with its two coefficients merged (found by `searchsorted`).
+    """
+    rows, vals = f._columns()
+    m = f.weights.shape[0]
+
+    def terms(z, i, j, wi, wj):
+        ri, rj = rows[i], rows[j]
+        pi = jnp.clip(jnp.searchsorted(rj, ri), 0, rj.shape[0] - 1)
+        pj = jnp.clip(jnp.searchsorted(ri, rj), 0, ri.shape[0] - 1)
+        shared_i = (rj[pi] == ri) & (ri < m)
+        shared_j = (ri[pj] == rj) & (rj < m)
+        ci = vals[i] / wi - jnp.where(shared_i, vals[j][pi], 0) / wj
+        cj = jnp.where(shared_j, 0, -vals[j] / wj)
+        r = jnp.concatenate([ri, rj])
+        return r, jnp.concatenate([ci, cj])
+
+    def gain(z, i, j, wi, wj, theta):
+        r, c = terms(z, i, j, wi, wj)
+        zr = jnp.take(z, r, mode="fill", fill_value=0)
+        wr = jnp.take(f.weights, r, mode="fill", fill_value=0)
+        cap = jnp.take(f.cap, r, mode="fill", fill_value=0)
+        return jnp.dot(wr, f.phi.value(zr + theta * c, cap) - f.phi.value(zr, cap))
+
+    def move(z, i, j, wi, wj, theta):
+        r, c = terms(z, i, j, wi, wj)
+        return z.at[r].add(theta * c, mode="drop")
+
+    return gain, move
 
 
 def pipage(x: Float[Array, " n"], constraint, key=None, f=None) -> Bool[Array, " n"]:
@@ -234,17 +274,18 @@ def fill(f, constraint, S: Bool[Array, " n"], priority: Float[Array, " n"]) -> B
 
         (S, _), _ = jax.lax.scan(body, (S, slack), order)
         return S
+    # matroid: the first room[g] unselected items of each group g (in `order`) fit, and
+    # taking them one by one would add exactly those; so rank them within their group
     _, groups, g = _layout(constraint, n, dtype)
     caps = constraint.caps if isinstance(constraint, PartitionMatroid) else constraint.k[None]
     room = jnp.round(caps).astype(jnp.int32) - jax.ops.segment_sum(S.astype(jnp.int32), groups, g)
-
-    def body(carry, j):
-        S, room = carry
-        add = ~S[j] & (room[groups[j]] > 0)
-        return (S.at[j].set(S[j] | add), room.at[groups[j]].add(-add.astype(jnp.int32))), None
-
-    (S, _), _ = jax.lax.scan(body, (S, room), order)
-    return S
+    order = order[jnp.argsort(groups[order], stable=True)]  # by group, `order` within
+    free = ~S[order]
+    grp = groups[order]
+    counts = jax.ops.segment_sum(free.astype(jnp.int32), groups[order], g)
+    before = jnp.cumsum(counts) - counts  # free items in the groups ahead
+    rank = jnp.cumsum(free.astype(jnp.int32)) - 1 - before[grp]
+    return S.at[order].set(S[order] | (free & (rank < room[grp])))
 
 
 def _round_once(f, constraint, x, key, guided=None):

@@ -1,5 +1,6 @@
 """SCM objectives: extension = f on sets, supergradient = grad / right derivative."""
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -87,3 +88,33 @@ def test_constructors_match_their_definitions():
         np.testing.assert_allclose(
             values["sc"][t], np.sum(np.minimum(X[S].sum(0), 1.5)), rtol=1e-13
         )
+
+
+def test_sparse_layouts_equal_dense_and_differentiate_through_m():
+    """`create` stores a balanced BCOO row by row (`row_width`) and keeps a skewed one
+    (one long row) as it is; both equal the dense SCM, and the gradient of the
+    extension with respect to the stored values is the dense gradient at those entries."""
+    rng = np.random.default_rng(5)
+    m, n = 40, 30
+    balanced = rng.uniform(size=(m, n)) * (rng.uniform(size=(m, n)) < 0.2)
+    skewed = balanced * (rng.uniform(size=(m, n)) < 0.3)
+    skewed[0] = rng.uniform(0.1, 1.0, n)  # one full row: padding would triple the storage
+    w = rng.uniform(0.5, 1.5, m)
+    x = jnp.asarray(rng.uniform(size=n))
+    for M, padded in ((balanced, True), (skewed, False)):
+        dense = sm.SCM.create(jnp.asarray(M), jnp.asarray(w), "sqrt")
+        sp = sm.SCM.create(sparse.BCOO.fromdense(jnp.asarray(M)), jnp.asarray(w), "sqrt")
+        assert (sp.row_width is not None) == padded
+        np.testing.assert_allclose(sp.modular(x), dense.modular(x), rtol=1e-13)
+        np.testing.assert_allclose(sp.supergradient(x), dense.supergradient(x), rtol=1e-13)
+        g_dense = eqx.filter_grad(lambda g: g.extension(x))(dense).M
+        g_data = eqx.filter_grad(lambda g: g.extension(x))(sp).M.data
+        idx = np.asarray(sp.M.indices)
+        inside = idx[:, 1] < n
+        np.testing.assert_allclose(
+            np.asarray(g_data)[inside],
+            np.asarray(g_dense)[idx[inside, 0], idx[inside, 1]],
+            rtol=1e-12,
+        )
+        if padded:
+            assert np.all(np.asarray(sp.M.data)[~inside] == 0)

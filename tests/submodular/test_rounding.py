@@ -79,3 +79,53 @@ def test_round_solution_is_always_feasible_and_fills_up():
                 assert int(S.sum()) == 4  # the fill completes the set
             if isinstance(c, sm.PartitionMatroid):
                 assert not bool(S[jnp.arange(N) % 4 == 1].any())  # cap 0
+
+
+def _fill_one_by_one(groups, caps, S, order):
+    """The fill's definition: walk `order`, add an item while its group has room."""
+    S = S.copy()
+    room = np.asarray(caps, int) - np.bincount(groups[S], minlength=len(caps))
+    for j in order:
+        if not S[j] and room[groups[j]] > 0:
+            S[j] = True
+            room[groups[j]] -= 1
+    return S
+
+
+def test_fill_adds_what_one_by_one_insertion_adds():
+    rng = np.random.default_rng(7)
+    n = 40
+    M, w = random_scm(rng, 10, n)
+    f = sm.SCM.create(jnp.asarray(M), jnp.asarray(w), "sqrt")
+    single = np.asarray(f.singleton_values())
+    for _ in range(20):
+        g = int(rng.integers(1, 6))
+        groups = rng.integers(0, g, n)
+        groups[:g] = np.arange(g)  # no empty group
+        caps = rng.integers(0, 8, g)
+        S = rng.uniform(size=n) < 0.15
+        S &= np.array([S[groups == groups[j]].sum() <= caps[groups[j]] for j in range(n)])
+        priority = np.round(rng.uniform(size=n), 1)  # ties: broken by f({j})
+        c = sm.partition_matroid(jnp.asarray(groups), jnp.asarray(caps))
+        ours = np.asarray(sm.fill(f, c, jnp.asarray(S), jnp.asarray(priority)))
+        order = np.lexsort((-single, -priority))
+        np.testing.assert_array_equal(ours, _fill_one_by_one(groups, caps, S, order))
+
+
+def test_sparse_derandomized_rounding_equals_the_dense_one():
+    from jax.experimental import sparse
+
+    from jaxsolve.submodular.rounding import _round_once
+
+    rng = np.random.default_rng(11)
+    n, m = 60, 30
+    M = rng.uniform(size=(m, n)) * (rng.uniform(size=(m, n)) < 0.2)
+    w = rng.uniform(0.5, 1.5, m)
+    for phi in ("sqrt", "coverage", "log1p"):
+        dense = sm.SCM.create(jnp.asarray(M), jnp.asarray(w), phi)
+        sp = sm.SCM.create(sparse.BCOO.fromdense(jnp.asarray(M)), jnp.asarray(w), phi)
+        for c in (sm.cardinality(7), sm.partition_matroid(jnp.arange(n) % 3, jnp.array([2, 3, 1]))):
+            x = c.project(jnp.asarray(rng.uniform(size=n)))
+            a = np.asarray(_round_once(dense, c, x, None, dense))
+            b = np.asarray(_round_once(sp, c, x, None, sp))
+            np.testing.assert_array_equal(a, b)
