@@ -52,6 +52,7 @@ __all__ = [
     "value",
     "quantile_threshold",
     "random_pairs",
+    "distinct_pair_fraction",
     "preference_loss",
     "robust_preference_loss",
     "forward_kl_loss",
@@ -124,6 +125,18 @@ def random_pairs(key, n: int, per_point: int = 8):
     return i, j
 
 
+def _pair_sum(r, u, eta, flip, mask, pairs, labels):
+    """``(sum of the pair terms, number of pairs)`` of the (robust, if ``flip``) preference
+    loss: the losses divide one by the other, the minibatch fit by its expectation."""
+    m = jnp.ones(r.shape, bool) if mask is None else mask
+    dr, s, pair = _pair_terms(r, u, m, pairs, labels)
+    terms = -jax.nn.log_sigmoid(eta * s * dr)
+    if flip is not None:
+        flipped = -jax.nn.log_sigmoid(-eta * s * dr)
+        terms = ((1 - flip) * terms - flip * flipped) / (1 - 2 * flip)
+    return jnp.sum(jnp.where(pair, terms, 0)), jnp.sum(pair)
+
+
 def preference_loss(r, u, eta: float = 1.0, mask=None, pairs=None, labels=None):
     """Bradley-Terry loss over pairs of distinct utility; ``r = log q - log p0``.
 
@@ -131,10 +144,8 @@ def preference_loss(r, u, eta: float = 1.0, mask=None, pairs=None, labels=None):
     ``labels``: observed preferences per pair (+1: ``i`` preferred, -1: ``j``) instead of
     the signs of the utility differences.
     """
-    m = jnp.ones(r.shape, bool) if mask is None else mask
-    dr, s, pair = _pair_terms(r, u, m, pairs, labels)
-    terms = -jax.nn.log_sigmoid(eta * s * dr)
-    return jnp.sum(jnp.where(pair, terms, 0)) / jnp.maximum(jnp.sum(pair), 1)
+    total, count = _pair_sum(r, u, eta, None, mask, pairs, labels)
+    return total / jnp.maximum(count, 1)
 
 
 def robust_preference_loss(
@@ -143,12 +154,24 @@ def robust_preference_loss(
     """The preference loss corrected for labels flipped with probability ``flip`` < 1/2."""
     if not 0 <= flip < 0.5:
         raise ValueError(f"flip must be in [0, 0.5), got {flip!r}")
-    m = jnp.ones(r.shape, bool) if mask is None else mask
-    dr, s, pair = _pair_terms(r, u, m, pairs, labels)
-    clean = -jax.nn.log_sigmoid(eta * s * dr)
-    flipped = -jax.nn.log_sigmoid(-eta * s * dr)
-    terms = ((1 - flip) * clean - flip * flipped) / (1 - 2 * flip)
-    return jnp.sum(jnp.where(pair, terms, 0)) / jnp.maximum(jnp.sum(pair), 1)
+    total, count = _pair_sum(r, u, eta, flip, mask, pairs, labels)
+    return total / jnp.maximum(count, 1)
+
+
+def distinct_pair_fraction(u, mask=None):
+    r"""$\rho$: the fraction of the $n^2$ ordered pairs $(i, j)$ of observed points
+    (``mask``) whose utilities differ, $1 - \sum_v c_v^2 / n^2$ with $c_v$ the number of
+    points of utility $v$. One sort, $O(n \log n)$. The all-pairs preference loss is the
+    sum of the pair terms over $\rho n^2 / 2$ pairs; the minibatch fit divides by it."""
+    u = jnp.asarray(u)
+    m = jnp.ones(u.shape, bool) if mask is None else mask
+    us = jnp.sort(jnp.where(m, u, jnp.inf))
+    ties = jnp.searchsorted(us, us, side="right") - jnp.searchsorted(us, us, side="left")
+    n = jnp.sum(m)
+    in_obs = jnp.arange(u.shape[0]) < n  # the sorted observed values come first
+    same = jnp.sum(jnp.where(in_obs, ties, 0)).astype(u.dtype)
+    nf = jnp.maximum(n, 1).astype(u.dtype)
+    return 1 - same / nf**2
 
 
 def forward_kl_loss(log_q, u, log_w=None, mask=None):
@@ -270,6 +293,8 @@ class MarkovCategorical(eqx.Module):
 
 _UTILITIES = {"pi": pi, "ei": ei, "soft_ei": soft_ei, "value": value}
 _LOSSES = ("preference", "robust_preference", "forward_kl", "balanced_forward_kl")
+DEFAULT_MINIBATCH = 256
+"""`genbo`'s default rows per Adam step (`GenBO.fit`)."""
 
 
 class GenBOState(NamedTuple):
@@ -321,6 +346,7 @@ class GenBO(eqx.Module):
     batch_size: int = eqx.field(static=True)
     capacity: int = eqx.field(static=True)
     fit_steps: int = eqx.field(static=True)
+    minibatch: int | None = eqx.field(static=True)
     learning_rate: float
     quantile: float
     eta: float
@@ -362,35 +388,105 @@ class GenBO(eqx.Module):
             return forward_kl_loss(lq, u, lp0 - state.log_q_prev, m)
         return balanced_forward_kl_loss(lq, u, state.log_q_prev, lp0, m)
 
-    def fit(self, state: GenBOState) -> GenBOState:
-        """``fit_steps`` Adam steps of the loss on all observations (utilities at the
-        current threshold)."""
+    def _minibatch_loss(self, model, X, u, lp0, log_q_prev, mask, rho):
+        """The loss on a minibatch drawn uniformly with replacement from the observed rows:
+        unbiased for the full-buffer loss (all pairs, for the preference losses)."""
+        lq = model.log_prob(X)
+        if self.loss.endswith("preference"):
+            flip = self.flip if self.loss == "robust_preference" else None
+            total, _ = _pair_sum(lq - lp0, u, self.eta, flip, mask, None, None)
+            b = X.shape[0]
+            return jnp.where(rho > 0, total / (jnp.maximum(rho, 1e-300) * (b * (b - 1) / 2)), 0)
+        if self.loss == "forward_kl":
+            return forward_kl_loss(lq, u, lp0 - log_q_prev, mask)
+        return balanced_forward_kl_loss(lq, u, log_q_prev, lp0, mask)
+
+    def utilities(self, state: GenBOState):
+        """The utilities of the buffer's rows at the current threshold (0 where unobserved)."""
         tau = quantile_threshold(state.y, self.quantile, state.observed)
         u = jnp.where(state.observed, self.utility(state.y, tau), 0)
         # all-zero utilities (nothing above the threshold yet) would give a zero loss
         # for the KL losses: fall back to PI at the median, which is never all zero
         med = quantile_threshold(state.y, 0.5, state.observed)
-        u = jnp.where(
+        return jnp.where(
             jnp.any(u > 0) | (self.loss in ("preference", "robust_preference")),
             u,
             jnp.where(state.observed, pi(state.y, med), 0),
         )
+
+    def fit(self, state: GenBOState) -> GenBOState:
+        r"""``fit_steps`` Adam steps of the loss (utilities at the current threshold).
+
+        With ``minibatch = b`` (the default, `genbo`) each step draws $b$ rows uniformly
+        with replacement from the $n$ observed rows, $i_1, \dots, i_b$, from the state's
+        key, and takes the gradient of
+
+        * for the KL losses, $\frac1b\sum_k \ell_{i_k}$, whose expectation is the
+          full-buffer loss $\frac1n\sum_i \ell_i$;
+        * for the preference losses, $\sum_{k<l} v_{kl}\,t_{kl} / (\rho\,b(b-1)/2)$ over
+          the minibatch's pairs ($t$: the pair's Bradley-Terry term, $v$: its utilities
+          differ), with $\rho$ = `distinct_pair_fraction` of the buffer: each pair
+          $(i_k, i_l)$ is a uniform ordered pair of observed rows, so $E[v\,t] =
+          \frac1{n^2}\sum_{i,j} v_{ij}t_{ij} = \rho\,\bar t$ and the estimate's
+          expectation is $\bar t$, the all-pairs loss (`preference_loss` with
+          ``pairs=None``).
+
+        So each step is a stochastic gradient of the same loss, unbiased (the loss is
+        linear in the terms, and the normalizers $n$ and $\rho$ are fixed for the fit), at a
+        cost of $b$ log densities and $b^2/2$ pair terms whatever the buffer holds; once per
+        fit the buffer is read in $O(n \log n)$ (threshold, $\rho$, the observed rows,
+        $\log p_0$). Why: the full-buffer fit evaluated $q$ on every observation at every
+        step, so a round's cost grew with the rounds (2.7 s a round at 4224 Ehrlich
+        observations, `bench/results/genbo_ehrlich.md`), while the model only needs a
+        gradient direction; the minibatch pairs also cover every pair of the buffer in
+        expectation instead of 8 fixed random partners per point.
+
+        ``minibatch=None``: every step uses the whole buffer, the preference losses on 8
+        random partners per row (`random_pairs`, drawn once per fit).
+        """
+        key, sub = jax.random.split(state.key)
+        state = state._replace(key=key)
+        loss_at, keys = self.fit_loss(state, sub)
         params, static = eqx.partition(state.model, eqx.is_inexact_array)
         opt = self._opt()
-        key, sub = jax.random.split(state.key)
-        pairs = random_pairs(sub, self.capacity) if self.loss.endswith("preference") else None
-        state = state._replace(key=key)
 
-        def step(carry, _):
+        def step(carry, k):
             p, s = carry
-            g = jax.grad(lambda p: self._loss(eqx.combine(p, static), state, u, pairs))(p)
+            g = jax.grad(lambda p: loss_at(eqx.combine(p, static), k))(p)
             upd, s = opt.update(g, s, p)
             return (optax.apply_updates(p, upd), s), None
 
         (params, opt_state), _ = jax.lax.scan(
-            step, (params, state.opt_state), None, length=self.fit_steps
+            step, (params, state.opt_state), keys, length=self.fit_steps
         )
         return state._replace(model=eqx.combine(params, static), opt_state=opt_state)
+
+    def fit_loss(self, state: GenBOState, key):
+        """``(loss, keys)``: `fit`'s step ``s`` descends ``loss(model, keys[s])`` (``keys``
+        is ``None`` and the loss deterministic with ``minibatch=None``)."""
+        u = self.utilities(state)
+        if self.minibatch is None:
+            pairs = random_pairs(key, self.capacity) if self.loss.endswith("preference") else None
+            return (lambda model, _: self._loss(model, state, u, pairs)), None
+        n = jnp.sum(state.observed)
+        rows = jnp.nonzero(state.observed, size=self.capacity, fill_value=0)[0]
+        lp0 = self.prior.log_prob(state.X)
+        pref = self.loss.endswith("preference")
+        rho = distinct_pair_fraction(u, state.observed) if pref else None
+
+        def loss(model, k):
+            i = rows[jax.random.randint(k, (self.minibatch,), 0, jnp.maximum(n, 1))]
+            return self._minibatch_loss(
+                model,
+                state.X[i],
+                u[i],
+                lp0[i],
+                state.log_q_prev[i],
+                state.observed[i],  # all False only when nothing is observed
+                rho,
+            )
+
+        return loss, jax.random.split(key, self.fit_steps)
 
     def ask(self, state: GenBOState):
         """Fit, then ``(X, state)``: the next batch sampled from the fitted model."""
@@ -459,6 +555,7 @@ def genbo(
     rounds: int,
     n_initial: int,
     fit_steps: int = 100,
+    minibatch: int | None = DEFAULT_MINIBATCH,
     learning_rate: float = 0.05,
     quantile: float = 0.9,
     eta: float = 1.0,
@@ -468,6 +565,10 @@ def genbo(
 
     The data buffer holds ``n_initial + rounds * batch_size`` points. ``quantile`` sets
     the annealed threshold $\\tau$ (the quantile of the values observed so far).
+    ``minibatch``: observations per Adam step (default `DEFAULT_MINIBATCH` = 256), drawn
+    uniformly from the buffer, an unbiased stochastic gradient of the full-buffer loss
+    whose cost does not grow with the rounds (`GenBO.fit`); ``None`` fits on the whole
+    buffer at every step.
     """
     if utility not in _UTILITIES:
         raise ValueError(f"utility must be one of {sorted(_UTILITIES)}, got {utility!r}")
@@ -485,6 +586,12 @@ def genbo(
             raise ValueError(f"{name} must be a positive int, got {v!r}")
     if not 0 < quantile < 1:
         raise ValueError(f"quantile must be in (0, 1), got {quantile!r}")
+    if minibatch is not None and (
+        isinstance(minibatch, bool) or not isinstance(minibatch, int | np.integer) or minibatch < 2
+    ):
+        raise ValueError(
+            f"minibatch must be an int >= 2 or None (the full buffer), got {minibatch!r}"
+        )
     return GenBO(
         prior,
         _UTILITIES[utility],
@@ -492,6 +599,7 @@ def genbo(
         int(batch_size),
         int(n_initial + rounds * batch_size),
         int(fit_steps),
+        None if minibatch is None else int(minibatch),
         float(learning_rate),
         float(quantile),
         float(eta),
