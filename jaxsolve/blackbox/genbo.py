@@ -263,6 +263,12 @@ class MarkovCategorical(eqx.Module):
     transitions are allowed, the feasibility of a DMP-constrained objective such as an
     Ehrlich function; ``log_prob`` is exact and ``sample`` is ancestral (a ``lax.scan``
     over positions).
+
+    ``log_prob`` of $n$ sequences normalizes either the $n(L-1)$ rows of logits the
+    sequences visit or, when $n \ge$ ``n_states``, the whole table of
+    $(L-1) \times S$ conditionals once and gathers from it: the same numbers, at
+    $(L-1)S^2$ instead of $n(L-1)S$ exponentials (for 256 sequences of length 32 over 32
+    states the gradient takes 0.3 ms instead of 2.2 ms).
     """
 
     unary: jax.Array
@@ -271,6 +277,11 @@ class MarkovCategorical(eqx.Module):
     def log_prob(self, x):
         x = jnp.asarray(x)
         first = jax.nn.log_softmax(self.unary[0])[x[..., 0]]
+        n_states = self.pair.shape[0]
+        if x.ndim >= 2 and np.prod(x.shape[:-1]) >= n_states:
+            table = jax.nn.log_softmax(self.unary[1:, None, :] + self.pair, -1)  # (L-1, S, S)
+            lp = table[jnp.arange(x.shape[-1] - 1), x[..., :-1], x[..., 1:]]
+            return first + jnp.sum(lp, axis=-1)
         logits = self.unary[1:] + self.pair[x[..., :-1]]  # (..., length - 1, n_states)
         lp = jnp.take_along_axis(jax.nn.log_softmax(logits, -1), x[..., 1:, None], -1)
         return first + jnp.sum(lp[..., 0], axis=-1)
