@@ -20,6 +20,13 @@ Success: SUCCESS status (for SLSQP its ``success``) and a trajectory whose dynam
 residual and obstacle penetration are at most 1e-6. Wall time: median over the
 problems of a solve after compilation (the compile time apart).
 ``--n``: number of scenarios (default 100; ``--quick``: 10).
+
+``--batch B`` (issue 26's batch clause): B scenarios as one ``jax.jit(jax.vmap(...))``
+call of ``sqp+flexqp``: its compile time, its wall time (per problem: divided by B),
+its solved count, and every lane against the single solve of the same scenario
+(status, step count, largest difference in ``x``). A vmapped while loop runs every
+lane until the slowest one ends (finished lanes frozen), so the batch costs
+B x (the slowest lane's steps) of batched work.
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import peers.osqp  # noqa: E402
-from jaxsolve import Status, solve  # noqa: E402
+from jaxsolve import Status, solve, solve_batch  # noqa: E402
 from jaxsolve.core.protocol import AbstractSolver  # noqa: E402
 from jaxsolve.nlp import problems, sqp  # noqa: E402
 
@@ -108,7 +115,10 @@ def main(argv=None):
     ap.add_argument("--n", type=int, default=100)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--batch", type=int, default=0, help="vmapped batch size (0: skip)")
     a = ap.parse_args(argv)
+    if a.batch:
+        return batch_section(a.batch, a.out)
     n = 10 if a.quick else a.n
     prob = problems.unicycle(T)
     scen = [problems.unicycle_data(jax.random.key(s)) for s in range(n)]
@@ -184,6 +194,78 @@ def main(argv=None):
     for name, (ok, t, c, it) in rows.items():
         lines.append(f"| {name} | {ok}/{n} | {t:.3f} | {t / ref:.2f} | {c:.1f} | {it:.0f} |")
     write_results("nlp", "\n".join(lines) + "\n", quick=a.quick, out=a.out)
+
+
+def batch_section(B: int, out=None):
+    """One jit(vmap) call over B scenarios against B single solves (see the module)."""
+    prob = problems.unicycle(T)
+    keys = jax.random.split(jax.random.key(0), B)
+    scen = jax.vmap(problems.unicycle_data)(keys)
+    starts = jax.vmap(lambda d: problems.unicycle_rollout(d, d.u_ref.at[:, 1].set(0.3)))(scen)
+    solver = sqp(prob.fun, prob.eq, prob.ineq, lb=prob.lb, ub=prob.ub, hessian="exact")
+    one = lambda z0, d: solve(solver, z0, d, tol=TOL, max_steps=150)
+    batched = jax.jit(jax.vmap(one))
+    t0 = time.perf_counter()
+    compiled = batched.lower(starts, scen).compile()
+    compile_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    sol = jax.block_until_ready(compiled(starts, scen))
+    wall = time.perf_counter() - t0
+    # the same batch with straggler compaction (rounds of 5 steps from the host, the
+    # running lanes gathered into narrower batches): first call compiles every width
+    run_c = lambda: solve_batch(solver, starts, scen, tol=TOL, max_steps=150, compact=5)
+    t0 = time.perf_counter()
+    jax.block_until_ready(run_c())
+    compact_first = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    sol_c = jax.block_until_ready(run_c())
+    compact_wall = time.perf_counter() - t0
+    compact_same = bool(
+        np.array_equal(np.asarray(sol_c.num_steps), np.asarray(sol.num_steps))
+        and np.array_equal(np.asarray(sol_c.status), np.asarray(sol.status))
+    )
+    compact_dx = float(jnp.max(jnp.abs(sol_c.x - sol.x)))
+    single = jax.jit(one)
+    jax.block_until_ready(single(starts[0], jax.tree.map(lambda a: a[0], scen)))
+    same_status = same_steps = solved = 0
+    dx, loop_s = 0.0, 0.0
+    for i in range(B):
+        d = jax.tree.map(lambda a, i=i: a[i], scen)
+        t0 = time.perf_counter()
+        s1 = jax.block_until_ready(single(starts[i], d))
+        loop_s += time.perf_counter() - t0
+        same_status += int(s1.status) == int(sol.status[i])
+        same_steps += int(s1.num_steps) == int(sol.num_steps[i])
+        dx = max(dx, float(jnp.max(jnp.abs(s1.x - sol.x[i]))))
+        ok = int(sol.status[i]) == Status.SUCCESS and _quality(prob, sol.x[i], d) <= TOL
+        solved += ok
+    steps = np.asarray(sol.num_steps)
+    lines = [
+        f"# SQP batch: {B} unicycle scenarios in one jit(vmap) call (T = {T})",
+        "",
+        f"`python bench/nlp.py --batch {B}` on {datetime.date.today()}, float64, "
+        f"{jax.device_count()} {jax.default_backend()} device(s); KKT tol {TOL}; "
+        "scenarios `unicycle_data(split(key(0), B)[i])`, started as the main table's.",
+        "",
+        "| | value |",
+        "|---|---:|",
+        f"| solved (SUCCESS and violation <= {TOL}) | {solved}/{B} |",
+        f"| compile (s) | {compile_s:.1f} |",
+        f"| batch wall (s) | {wall:.2f} |",
+        f"| per problem, batched (s) | {wall / B:.4f} |",
+        f"| per problem, the same solves one by one (s) | {loop_s / B:.4f} |",
+        f"| compacted batch (`solve_batch(..., compact=5)`): wall, first call (s) | "
+        f"{compact_wall:.2f}, {compact_first:.1f} |",
+        f"| compacted: same statuses and steps as the plain batch; largest abs difference "
+        f"in x | {compact_same}; {compact_dx:.1e} |",
+        f"| SQP steps: median / max | {np.median(steps):.0f} / {steps.max()} |",
+        f"| lanes with the loop's status | {same_status}/{B} |",
+        f"| lanes with the loop's step count | {same_steps}/{B} |",
+        f"| largest abs difference in x, batch vs loop | {dx:.1e} |",
+        "",
+    ]
+    print("\n".join(lines), flush=True)
+    write_results("nlp_batch", "\n".join(lines), quick=False, out=out)
 
 
 if __name__ == "__main__":
