@@ -246,3 +246,52 @@ def test_cholesky_factor_is_a_square_root_and_whitens(separable):
     # scale and condition: pycma's tolx measure and a lower bound of cond(C)
     assert float(es_c.scale(sc)) == pytest.approx(float(sc.sigma) * np.sqrt(C.diagonal().max()))
     assert float(es_c.condition(sc)) <= np.linalg.cond(C) * (1 + 1e-9)
+
+
+def test_standard_normal_threefry_and_ndtri_against_references():
+    """The float64 sampler: Threefry-2x32 gives Random123's known answers, AS241's
+    quantile matches scipy's ndtri to 1e-15 from p = 1e-300 to 1 - 1e-16, and 10^6 draws
+    pass moment and Kolmogorov-Smirnov checks (float32 goes to jax.random.normal)."""
+    from scipy import special, stats
+
+    from jaxsolve.blackbox.cma_es import ndtri, standard_normal, threefry2x32
+
+    kat = [  # (key, counter) -> output, Random123's kat_vectors for threefry2x32_20
+        ((0, 0), (0, 0), (0x6B200159, 0x99BA4EFE)),
+        ((0xFFFFFFFF,) * 2, (0xFFFFFFFF,) * 2, (0x1CB996FC, 0xBB002BE7)),
+        ((0x13198A2E, 0x03707344), (0x243F6A88, 0x85A308D3), (0xC4923A9C, 0x483DF7A0)),
+    ]
+    for k, c, want in kat:
+        got = threefry2x32(*(jnp.asarray(v, jnp.uint32) for v in k + c))
+        assert tuple(int(g) for g in got) == want
+    p = np.concatenate(
+        [np.linspace(0, 1, 20001)[1:-1], np.logspace(-300, -1, 500), 1 - np.logspace(-16, -1, 500)]
+    )
+    ref = special.ndtri(p)
+    np.testing.assert_allclose(np.asarray(ndtri(jnp.asarray(p))), ref, rtol=2e-15, atol=1e-300)
+    z = np.asarray(
+        jax.jit(lambda k: standard_normal(k, (1000, 1000), jnp.float64))(jax.random.key(1))
+    )
+    z = z.ravel()
+    assert abs(z.mean()) < 5e-3 and abs(z.var() - 1) < 5e-3
+    assert abs(stats.skew(z)) < 1e-2 and abs(stats.kurtosis(z)) < 2e-2
+    assert stats.kstest(z, "norm").pvalue > 1e-3
+    assert standard_normal(jax.random.key(0), (3,), jnp.float32).dtype == jnp.float32
+
+
+def test_cma_mae_refreshes_factors_on_the_lazy_gap():
+    """cma_mae's default eigen_every is pycma's lazy gap for either factor (3 generations at
+    n = 100, lambda = 36), and a lazy run keeps C = L L^T right after each refresh."""
+    m = cma_mae(solution_dim=100, dims=(10, 10), ranges=[(-1, 1)] * 2)
+    assert m.es.eigen_every == 3 and m.es.factor == "cholesky"
+    assert (
+        cma_mae(solution_dim=100, dims=(10, 10), ranges=[(-1, 1)] * 2, factor="eigh").es.eigen_every
+        == 3
+    )
+    n = 8
+    m = cma_mae(solution_dim=n, dims=(10, 10), ranges=[(-20, 20)] * 2, n_emitters=2, batch_size=6)
+    g = m.es.eigen_every
+    st, _ = m.run(sphere_linear_projection, m.init(jnp.zeros(n), jax.random.key(0)), 2 * g)
+    C, L = np.asarray(st.emitters.C), np.asarray(st.emitters.B)
+    fresh = np.asarray(st.restarts) == 0  # a restart since the refresh resets both to I
+    np.testing.assert_allclose((L @ np.swapaxes(L, 1, 2))[fresh], C[fresh], rtol=1e-12, atol=1e-14)
