@@ -492,10 +492,10 @@ def ehrlich_section(a):
     for fn in timed.values():
         jax.block_until_ready(fn())  # compile apart
     for _ in range(5):
-        for k, fn in timed.items():
-            w, c = time.perf_counter(), time.process_time()
+        for label, fn in timed.items():
+            wall0, cpu0 = time.perf_counter(), time.process_time()
             jax.block_until_ready(fn())
-            samples[k].append((time.process_time() - c, time.perf_counter() - w))
+            samples[label].append((time.process_time() - cpu0, time.perf_counter() - wall0))
     round_time = {k: np.median(np.asarray(v), axis=0) for k, v in samples.items()}
     t_two = round_time.pop("two-stage")
     print(round_time, t_two, flush=True)
