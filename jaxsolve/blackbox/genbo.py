@@ -407,7 +407,12 @@ class GenBO(eqx.Module):
             flip = self.flip if self.loss == "robust_preference" else None
             total, _ = _pair_sum(lq - lp0, u, self.eta, flip, mask, pairs, None)
             n_pairs = jnp.sum(pairs[0] != pairs[1])  # depends on the permutations only
-            return jnp.where(rho > 0, total / (jnp.maximum(rho, 1e-300) * n_pairs), 0)
+            # no distinct pair (all utilities equal) or none drawn: the loss is 0; the
+            # denominator is replaced before the division so no branch makes 0/0 (a NaN
+            # there would reach the gradient through the where)
+            denom = rho * n_pairs
+            ok = denom > 0
+            return jnp.where(ok, total / jnp.where(ok, denom, 1), 0)
         if self.loss == "forward_kl":
             return forward_kl_loss(lq, u, lp0 - log_q_prev, mask)
         return balanced_forward_kl_loss(lq, u, log_q_prev, lp0, mask)

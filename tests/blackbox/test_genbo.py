@@ -356,3 +356,27 @@ def test_markov_log_prob_table_path_equals_the_row_path():
     gb = jax.grad(lambda m: jnp.sum(w * rows(m)))(m)
     np.testing.assert_allclose(np.asarray(ga.unary), np.asarray(gb.unary), atol=1e-12)
     np.testing.assert_allclose(np.asarray(ga.pair), np.asarray(gb.pair), atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
+def test_equal_utilities_give_a_zero_loss_and_finite_fit(dtype):
+    """A constant objective: every utility is equal, no pair is distinct (rho = 0), so
+    the preference loss is 0 and the fitted model must stay finite (no 0/0 reaching the
+    gradient through a where), in float32 (x64 off) as in float64."""
+    # float32 as a float32 user runs it: x64 off, so rho itself is float32
+    with jax.enable_x64(dtype == jnp.float64):
+        d, B = 3, 8
+        lo, hi = jnp.zeros(d, dtype), jnp.ones(d, dtype)
+        prior = UniformBox(lo, hi)
+        g = genbo(
+            prior, utility="ei", loss="preference", batch_size=B, rounds=2, n_initial=B, fit_steps=5
+        )
+        model = DiagonalGaussian(jnp.full(d, 0.5, dtype), jnp.full(d, -1.0, dtype), lo, hi)
+        X0 = prior.sample(jax.random.key(0), B)
+        flat = lambda X: jnp.zeros(X.shape[0], dtype)
+        state, best = jax.jit(lambda s: g.run(flat, s, 2))(
+            g.init(model, X0, flat(X0), jax.random.key(1))
+        )
+        leaves = [x for x in jax.tree.leaves(state.model) if jnp.issubdtype(x.dtype, jnp.floating)]
+        assert all(bool(jnp.all(jnp.isfinite(x))) for x in leaves)
+        np.testing.assert_array_equal(np.asarray(state.model.mean), np.asarray(model.mean))
