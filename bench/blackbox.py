@@ -20,6 +20,10 @@
     python bench/blackbox.py                 # bench/results/blackbox.md
     python bench/blackbox.py --quick         # 200 iterations, 1 seed (CI)
     python bench/blackbox.py --autoqd        # only section 3, replacing it in blackbox.md
+    python bench/blackbox.py --genbo [...]   # the family's generative-BO half: runs
+                                             # bench/genbo.py with the remaining arguments
+                                             # (--section ackley|ehrlich|rastrigin|turbo,
+                                             # --quick), results in bench/results/genbo*.md
 """
 
 from __future__ import annotations
@@ -284,7 +288,17 @@ def main(argv=None):
     ap.add_argument("--ribs-seeds", type=int, default=1)
     ap.add_argument("--out", default=None)
     ap.add_argument("--autoqd", action="store_true", help="only the AutoQD section")
-    a = ap.parse_args(argv)
+    ap.add_argument(
+        "--genbo", action="store_true", help="run bench/genbo.py with the other arguments"
+    )
+    a, rest = ap.parse_known_args(argv)
+    if a.genbo:  # one entry point for the black-box family (issue 31): GenBO's sections
+        import genbo as genbo_bench
+
+        own = (["--quick"] if a.quick else []) + (["--out", a.out] if a.out else [])
+        return genbo_bench.main(rest + own)
+    if rest:
+        ap.error(f"unrecognized arguments: {' '.join(rest)}")
     if a.autoqd:
         from _util import provenance, results_path
 
