@@ -367,9 +367,15 @@ class GenBO(eqx.Module):
         return optax.adam(self.learning_rate)
 
     def init(self, model, X0, y0, key) -> GenBOState:
-        """Start from initial observations ``(X0, y0)`` (drawn from the prior)."""
+        """Start from initial observations ``(X0, y0)`` (drawn from the prior).
+
+        Raises ``ValueError`` (concrete inputs) when ``X0`` has a point outside the
+        prior's support, or when the model's search box (``model.lower`` /
+        ``model.upper``, where it has them) reaches outside it: there
+        $\\log p_0 = -\\infty$, and every loss that weighs by $p_0$ would turn NaN."""
         X0, y0 = jnp.asarray(X0), jnp.asarray(y0)
         n0 = X0.shape[0]
+        _check_support(self.prior, model, X0)
         params, _ = eqx.partition(model, eqx.is_inexact_array)
         lq = jnp.zeros(self.capacity, y0.dtype).at[:n0].set(self.prior.log_prob(X0))
         empty = GenBOState(
@@ -532,6 +538,26 @@ class GenBO(eqx.Module):
         """``rounds`` rounds for a JAX ``objective(X) -> y`` (batched), in one ``lax.scan``;
         returns ``(state, best_y per round)``."""
         return run_rounds(self, objective, state, rounds)
+
+
+def _check_support(prior, model, X0) -> None:
+    """Refuse starts and search boxes outside the prior's support (see `GenBO.init`)."""
+    if not is_concrete(X0) or not is_concrete(prior):
+        return
+    bad = ~np.isfinite(np.asarray(prior.log_prob(X0)))
+    if bad.any():
+        raise ValueError(
+            f"X0 has {int(bad.sum())} point(s) outside the prior's support (log p0 = -inf), "
+            f"the first at row {int(np.argmax(bad))}: draw X0 from the prior"
+        )
+    box = [getattr(model, name, None) for name in ("lower", "upper")]
+    if all(b is not None and is_concrete(b) for b in box):
+        corners = jnp.stack([jnp.asarray(b, X0.dtype) for b in box])
+        if not np.all(np.isfinite(np.asarray(prior.log_prob(corners)))):
+            raise ValueError(
+                "the model's search box [model.lower, model.upper] reaches outside the "
+                "prior's support (log p0 = -inf at a corner): shrink the box or widen the prior"
+            )
 
 
 def record_batch(state, X, y, capacity: int):

@@ -380,3 +380,17 @@ def test_equal_utilities_give_a_zero_loss_and_finite_fit(dtype):
         leaves = [x for x in jax.tree.leaves(state.model) if jnp.issubdtype(x.dtype, jnp.floating)]
         assert all(bool(jnp.all(jnp.isfinite(x))) for x in leaves)
         np.testing.assert_array_equal(np.asarray(state.model.mean), np.asarray(model.mean))
+
+
+def test_starts_and_search_box_outside_the_prior_are_refused():
+    prior = UniformBox(jnp.zeros(2), jnp.ones(2))
+    g = genbo(prior, utility="ei", loss="preference", batch_size=4, rounds=1, n_initial=4)
+    inside = DiagonalGaussian(jnp.full(2, 0.5), jnp.zeros(2), jnp.zeros(2), jnp.ones(2))
+    X0 = prior.sample(jax.random.key(0), 4)
+    y0 = -jnp.sum(X0**2, 1)
+    g.init(inside, X0, y0, jax.random.key(1))  # fine
+    with pytest.raises(ValueError, match=r"X0 has 1 point\(s\) outside the prior's support"):
+        g.init(inside, X0.at[2].set(jnp.asarray([0.5, 1.5])), y0, jax.random.key(1))
+    wide = DiagonalGaussian(jnp.full(2, 0.5), jnp.zeros(2), jnp.full(2, -1.0), jnp.ones(2))
+    with pytest.raises(ValueError, match="search box"):
+        g.init(wide, X0, y0, jax.random.key(1))
