@@ -55,3 +55,20 @@ if _cache:
 
 # Accuracy tests run in float64; float32 tests create float32 arrays explicitly.
 jax.config.update("jax_enable_x64", True)
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_compiled_programs():
+    """Drop JAX's compiled programs after every test module.
+
+    XLA:CPU maps each compiled kernel into memory on its own, and a worker that kept
+    every program of the suite passed Linux's per-process map limit (vm.max_map_count,
+    65530): at 60 s into tests/qp + tests/cluster one process held 15,590 maps, and a
+    full `make test` worker crashed inside XLA's compile near the end (a segfault or an
+    abort in tests/nlp, 3 runs of 3, 2026-12-05). Modules rarely share programs, so
+    clearing costs little."""
+    yield
+    jax.clear_caches()
