@@ -178,24 +178,9 @@ def turbo_section(a):
     model = DiagonalGaussian((lo + hi) / 2, jnp.log((hi - lo) / 4), lo, hi)
     keys = jax.random.split(jax.random.key(0), S)
     n_eval = n0 + B * T
-    rnd = np.asarray(
-        [-float(ackley(prior.sample(jax.random.key(100 + s), n_eval)).max()) for s in range(S)]
-    )
-    rows = {"random search": (rnd, 0.0)}
-    rows["CMA-ES (popsize 4)"] = _cma_es_run(ackley, lo, hi, B, n_eval // B - 1, keys)
-    g = genbo(
-        prior, utility="ei", loss="preference", batch_size=B, rounds=T, n_initial=n0, fit_steps=100
-    )
-
-    def run(key):
-        k0, k1 = jax.random.split(key)
-        X0 = prior.sample(k0, n0)
-        return -g.run(ackley, g.init(model, X0, ackley(X0), k1), T)[1][-1]
-
-    c = jax.jit(jax.vmap(run)).lower(keys).compile()
-    t0 = time.perf_counter()
-    vals = np.asarray(jax.block_until_ready(c(keys)))
-    rows["GenBO, preference"] = (vals, time.perf_counter() - t0)
+    rows = _random_and_cma_rows(ackley, prior, lo, hi, B, n_eval // B - 1, n_eval, keys)
+    rows["CMA-ES (popsize 4)"] = rows.pop("CMA-ES")
+    rows["GenBO, preference"] = _genbo_preference_run(ackley, prior, model, B, T, n0, keys)
     print("turbo setting", {k: v[0] for k, v in rows.items()}, flush=True)
     lines = [
         "# GenBO in BoTorch's TuRBO tutorial setting (Ackley-20, batch 4, 464 evaluations)",
@@ -281,6 +266,33 @@ def gp_ei_run(objective, lo, hi, B, T, keys):
     return vals, secs
 
 
+def _random_and_cma_rows(f, prior, lo, hi, B, gens, n_eval, keys):
+    """Random search (best of ``n_eval`` prior samples, seeds 100 + s) and CMA-ES at
+    population ``B`` for ``gens`` generations, one entry per key: ``{label: (values, s)}``."""
+    rnd = np.asarray(
+        [-float(f(prior.sample(jax.random.key(100 + s), n_eval)).max()) for s in range(len(keys))]
+    )
+    return {"random search": (rnd, 0.0), "CMA-ES": _cma_es_run(f, lo, hi, B, gens, keys)}
+
+
+def _genbo_preference_run(f, prior, model, B, T, n0, keys):
+    """GenBO with the preference loss (EI, 100 Adam steps a round) from ``n0`` prior
+    samples, one `jit(vmap)` over ``keys``: (best values, steady-state seconds)."""
+    g = genbo(
+        prior, utility="ei", loss="preference", batch_size=B, rounds=T, n_initial=n0, fit_steps=100
+    )
+
+    def run(key):
+        k0, k1 = jax.random.split(key)
+        X0 = prior.sample(k0, n0)
+        return -g.run(f, g.init(model, X0, f(X0), k1), T)[1][-1]
+
+    c = jax.jit(jax.vmap(run)).lower(keys).compile()
+    t0 = time.perf_counter()
+    vals = np.asarray(jax.block_until_ready(c(keys)))
+    return vals, time.perf_counter() - t0
+
+
 def _cma_es_run(objective, lo, hi, B, T, keys):
     es = cma_es(lo.shape[0], popsize=B, sigma0=3.0)
 
@@ -311,25 +323,10 @@ def rastrigin_section(a):
     prior = UniformBox(lo, hi)
     keys = jax.random.split(jax.random.key(0), S)
     n_eval = B * (T + 1)
-    rnd = np.asarray(
-        [-float(rastrigin(prior.sample(jax.random.key(100 + s), n_eval)).max()) for s in range(S)]
-    )
-    rows = {"random search": (rnd, 0.0)}
-    rows["CMA-ES"] = _cma_es_run(rastrigin, lo, hi, B, T, keys)
+    rows = _random_and_cma_rows(rastrigin, prior, lo, hi, B, T, n_eval, keys)
     model = DiagonalGaussian((lo + hi) / 2, jnp.log((hi - lo) / 4), lo, hi)
-    g = genbo(
-        prior, utility="ei", loss="preference", batch_size=B, rounds=T, n_initial=B, fit_steps=100
-    )
-
-    def run(key):
-        k0, k1 = jax.random.split(key)
-        X0 = prior.sample(k0, B)
-        return -g.run(rastrigin, g.init(model, X0, rastrigin(X0), k1), T)[1][-1]
-
-    c = jax.jit(jax.vmap(run)).lower(keys).compile()
-    t0 = time.perf_counter()
-    vals = np.asarray(jax.block_until_ready(c(keys)))
-    rows["GenBO, preference"] = (vals, time.perf_counter() - t0)
+    rows["GenBO, preference"] = _genbo_preference_run(rastrigin, prior, model, B, T, B, keys)
+    vals, rnd = rows["GenBO, preference"][0], rows["random search"][0]
     print(f"GenBO preference: {vals}", flush=True)
     rows[gp_label(B, T)] = gp_ei_run(rastrigin, lo, hi, B, T, keys)
     lines = [
