@@ -218,8 +218,10 @@ def nearest_center(points, centers):
     return jnp.argmin(d, axis=1).astype(jnp.int32)
 
 
-def lloyd(points, centers, steps: int):
-    """``steps`` Lloyd iterations from ``centers`` (an empty cluster keeps its center)."""
+def lloyd(points, centers, steps):
+    """``steps`` Lloyd iterations from ``centers`` (an empty cluster keeps its center).
+
+    ``steps`` may be traced (a ``while`` loop then; a Python int gives a ``scan``)."""
     k = centers.shape[0]
 
     def body(carry, _):
@@ -233,7 +235,7 @@ def lloyd(points, centers, steps: int):
     # steps + 1 passes, the last one's update unused: the final assignment is the loop's
     # own, so the assignment is compiled once, not once more after the loop
     init = (centers, centers, jnp.zeros(points.shape[:1], jnp.int32))
-    (_, centers, labels), _ = jax.lax.scan(body, init, None, length=steps + 1)
+    _, centers, labels = jax.lax.fori_loop(0, steps + 1, lambda _, c: body(c, None)[0], init)
     return labels, centers
 
 
@@ -267,7 +269,11 @@ def round_labels(u, k: int, steps: int = 30):
     return labels
 
 
-def round_candidates(u, x, k: int, steps: int = 30):
+ROUND_STEPS = 30
+"""Lloyd iterations of each rounding (`round_candidates`)."""
+
+
+def round_candidates(u, x, k: int, steps: int = ROUND_STEPS):
     r"""Three roundings of ``Z = U U^T`` to labels, shape ``(3, n)``; all exact when ``Z``
     is the block-diagonal cluster matrix, they differ when it is only near it.
 
@@ -281,17 +287,26 @@ def round_candidates(u, x, k: int, steps: int = 30):
     are tried: `jaxsolve.cluster.kmeans` keeps the candidate with the lowest K-means
     objective (its inertia against scikit-learn's: ``bench/results/cluster.md``).
     """
-    rows = u / jnp.maximum(jnp.linalg.norm(u, axis=1, keepdims=True), jnp.finfo(u.dtype).tiny)
 
     def cluster(pts):
         return lloyd(pts, farthest_first(pts, k), steps)[0]
 
-    # One batched Lloyd for the three (compiled once, not twice): the narrower points are
-    # padded with zero columns, which change no distance
+    # one batched Lloyd for the three (compiled once, not three times)
+    return jax.vmap(cluster)(candidate_points(u, x))
+
+
+def pad_columns(a, width: int):
+    """``a`` ``(n, d)`` with zero columns appended to ``width``: no distance changes."""
+    return jnp.pad(a, ((0, 0), (0, width - a.shape[1])))
+
+
+def candidate_points(u, x):
+    """The points `round_candidates` clusters, ``(3, n, max(r, d))``: the normalized rows
+    of ``U``, its rows and ``Z X``, the narrower ones padded with zero columns."""
+    rows = u / jnp.maximum(jnp.linalg.norm(u, axis=1, keepdims=True), jnp.finfo(u.dtype).tiny)
     zx = u @ (u.T @ x)
     width = max(u.shape[1], x.shape[1])
-    pad = lambda a: jnp.pad(a, ((0, 0), (0, width - a.shape[1])))  # noqa: E731
-    return jax.vmap(cluster)(jnp.stack([pad(rows), pad(u), pad(zx)]))
+    return jnp.stack([pad_columns(rows, width), pad_columns(u, width), pad_columns(zx, width)])
 
 
 def centers_of(x, labels, k: int):

@@ -14,14 +14,17 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsolve.cluster._problem import (
+    ROUND_STEPS,
+    candidate_points,
     centers_of,
+    farthest_first,
     feasible_point,
     inertia,
     lift,
     lloyd,
     nearest_center,
+    pad_columns,
     prepare_data,
-    round_candidates,
 )
 from jaxsolve.cluster.kmeans_newton import kmeans_newton
 from jaxsolve.cluster.nlr import nlr, nlr_start
@@ -113,24 +116,33 @@ def _fill_empty(x, labels, k: int):
 def _finish(x, u, k, polish):
     """Labels and centres of the best of the three roundings of ``U`` (`round_candidates`),
     each refined by ``polish`` Lloyd steps, by K-means objective."""
+    # u is (n, r) for both methods; Z X is formed in the data's own units
+    pts = candidate_points(u, x.astype(u.dtype))
+    xw = pad_columns(x, pts.shape[2]).astype(pts.dtype)
 
-    def refine(labels):
+    def refine(p):
         if polish:
-            # fill, Lloyd, fill: a two-pass loop, so _fill_empty is compiled once
-            def fill_then_lloyd(i, labels):
-                labels = _fill_empty(x, labels, k)
-                return jax.lax.cond(
-                    i == 0, lambda b: lloyd(x, centers_of(x, b, k), polish)[0], lambda b: b, labels
+            # Rounding and polish as one two-stage loop, so that Lloyd, its seeding and
+            # _fill_empty are compiled once: stage 0 is round_candidates' Lloyd on the
+            # candidate points from a farthest-first seeding, stage 1 the polish on the
+            # data from the means of stage 0's partition; each stage ends by filling the
+            # empty clusters (the same steps as rounding, fill, Lloyd, fill in sequence)
+            def stage(i, labels):
+                first = i == 0
+                c0 = jax.lax.cond(
+                    first, lambda: farthest_first(p, k), lambda: centers_of(xw, labels, k)
                 )
+                steps = jnp.where(first, ROUND_STEPS, polish)
+                labels = lloyd(jnp.where(first, p, xw), c0, steps)[0]
+                return _fill_empty(x, labels, k)
 
-            labels = jax.lax.fori_loop(0, 2, fill_then_lloyd, labels)
+            labels = jax.lax.fori_loop(0, 2, stage, jnp.zeros(x.shape[:1], jnp.int32))
         else:
-            labels = _fill_empty(x, labels, k)
+            labels = _fill_empty(x, lloyd(p, farthest_first(p, k), ROUND_STEPS)[0], k)
         centers = centers_of(x, labels, k)
         return labels, centers, inertia(x, labels, centers)
 
-    # u is (n, r) for both methods; Z X is formed in the data's own units
-    labels, centers, obj = jax.vmap(refine)(round_candidates(u, x.astype(u.dtype), k))
+    labels, centers, obj = jax.vmap(refine)(pts)
     best = jnp.argmin(obj)
     return labels[best], centers[best]
 
@@ -207,7 +219,8 @@ def kmeans(
     integer/string options; ``key``, ``tol``, ``mu`` and the other float options are
     traced, so ``n_init`` restarts, new keys and hyperparameter sweeps reuse it. Its
     first compilation dominates a first call (seconds: the Newton step's structured
-    Hessian, secular search and retraction loops); later calls take milliseconds.
+    Hessian, secular search and retraction loops; compiled with XLA:CPU's loop emitters,
+    `COMPILER_OPTIONS`, which halve it); later calls take milliseconds.
 
     A new number of points ``n`` compiles a new program. Padding ``X`` to a bucket of
     sizes is not offered: every row enters the relaxation itself (the lift's
@@ -280,7 +293,7 @@ def kmeans(
     keys = [key] + (list(jax.random.split(key, int(n_init) - 1)) if n_init > 1 else [])
     for restart_key in keys:
         # one compiled program per restart (the same one for every key)
-        labels, centers, obj, sol = _run(
+        labels, centers, obj, sol = _restart(
             X,
             restart_key,
             packed,
@@ -298,8 +311,7 @@ def kmeans(
     return _result(X, best[1], best[2], best[4], best[3])
 
 
-@partial(jax.jit, static_argnames=("k", "rank", "method", "max_steps", "polish"))
-def _run(X, key, solver, tol, *, k, rank, method, max_steps, polish):
+def _run_program(X, key, solver, tol, *, k, rank, method, max_steps, polish):
     """One restart as one program: start, relaxation, rounding and polish, inertia.
 
     Run eagerly, the data preparation, the lift and the inertia would be some 25 one-op
@@ -316,6 +328,37 @@ def _run(X, key, solver, tol, *, k, rank, method, max_steps, polish):
         u = sol.x
     labels, centers = _finish(X, u, k, polish)
     return labels, centers, inertia(X, labels, centers), sol
+
+
+_STATIC = ("k", "rank", "method", "max_steps", "polish")
+
+COMPILER_OPTIONS = {"xla_cpu_use_fusion_emitters": False}
+"""XLA options of the restart program: on CPU, XLA's loop emitters instead of its MLIR
+fusion emitters (the option is ignored on other backends).
+
+The program is some 500 small kernels (the Newton step's structured Hessian, secular
+search and retractions on ``n x r`` arrays), and LLVM's time on the fusion emitters'
+code was most of a first call. Measured on iris (``bench/results/compile.md``, 2 cores,
+float64): compilation 6.0 -> 3.5 CPU s, a first call 6.1 -> 3.6 CPU s, and the
+steady-state call no slower (17.4 -> 15.8 ms); labels, inertia and step counts
+unchanged, the relaxation's iterate equal to 1e-15 (another reduction order)."""
+
+_run = jax.jit(_run_program, static_argnames=_STATIC, compiler_options=COMPILER_OPTIONS)
+_run_default = jax.jit(_run_program, static_argnames=_STATIC)
+_OPTIONS_REJECTED = []
+
+
+def _restart(*args, **kwargs):
+    """`_run`, or the same program without `COMPILER_OPTIONS` on an XLA that does not
+    know them (they only speed up compilation; an unknown option is an error)."""
+    if not _OPTIONS_REJECTED:
+        try:
+            return _run(*args, **kwargs)
+        except jax.errors.JaxRuntimeError as e:
+            if "No such compile option" not in str(e):
+                raise
+            _OPTIONS_REJECTED.append(str(e))
+    return _run_default(*args, **kwargs)
 
 
 def _result(X, labels, centers, relaxation, obj=None) -> Solution:
