@@ -293,6 +293,19 @@ class AAPGA(jaxsolve.AbstractSolver):
         else:
             cx, err, cval, upper, g_new = certify(None)
             grads = grads + 1
+        # a line search that runs out of trials ends in BREAKDOWN with its last, rejected
+        # trial: not a point to report (with a tiny L it can even lie outside P, when the
+        # projection of y + g/L cannot be resolved in the dtype). Report the last
+        # certified point instead, which is in P and whose bound still holds.
+        broke = ~ok & jnp.isfinite(f_new)
+        cx, err, cval, upper = (
+            jnp.where(broke, old, new)
+            for old, new in zip(
+                (state.x, state.error, state.value, state.upper),
+                (cx, err, cval, upper),
+                strict=True,
+            )
+        )
         new = AAPGAState(
             x=cx,
             iter_num=state.iter_num + 1,

@@ -206,3 +206,21 @@ def test_padded_sparse_m_is_accepted():
     np.testing.assert_allclose(
         np.asarray(f.singleton_values()), np.asarray(sm.SCM.create(M).singleton_values())
     )
+
+
+@pytest.mark.parametrize("solver", [sm.pga, sm.aapga], ids=["pga", "aapga"])
+def test_line_search_breakdown_reports_a_point_of_the_polytope(solver):
+    """lipschitz=1e-30 in float32: every line-search trial is rejected (BREAKDOWN) and the
+    last one, the projection of y + g/L with |g/L| ~ 1e19, cannot be resolved in float32
+    (it summed to 6 under cardinality(5), and maximize rounded it to a set of 6 items,
+    feasible=False). The result must be the last certified point, inside P."""
+    P = jax.random.uniform(jax.random.key(0), (30, 20), maxval=0.2, dtype=jnp.float32)
+    f = sm.probabilistic_coverage(P)
+    card = sm.cardinality(5)
+    res = sm.maximize(f, card, solver=solver(lipschitz=1e-30))
+    assert int(res.status) == Status.BREAKDOWN
+    x = np.asarray(res.x)
+    assert x.min() >= 0 and x.max() <= 1 and x.sum() <= 5 * (1 + 1e-6), x.sum()
+    assert bool(res.feasible) and int(res.selected.sum()) <= 5
+    np.testing.assert_allclose(float(res.relaxation), float(f.extension(res.x)), rtol=1e-5)
+    assert float(res.upper_bound) >= float(res.relaxation)
