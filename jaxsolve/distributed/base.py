@@ -121,12 +121,30 @@ class DecentralizedSolver(jaxsolve.AbstractSolver):
                 f"x0 must have shape ({agents}, d): one row per agent of W, got {jnp.shape(x0)}"
             )
         first = jax.tree.map(lambda v: v[0], problem.data)
+        row = jax.ShapeDtypeStruct(jnp.shape(x0)[1:], jnp.result_type(x0))
         try:
-            jax.eval_shape(self.loss.grad, x0[0], first)
+            grad = jax.eval_shape(self.loss.grad, row, first)
         except (TypeError, ValueError) as err:
             raise ValueError(
                 f"x0's rows (length {jnp.shape(x0)[1]}) do not fit the agents' data "
                 f"{jax.tree.map(jnp.shape, first)}: {str(err).splitlines()[0]}"
+            ) from None
+        # data that broadcast against a row without failing (b of shape (m, 1) for
+        # (m,)) give a gradient of another shape, which failed later, deep in a step
+        if grad.shape != row.shape:
+            raise ValueError(
+                f"the agents' data {jax.tree.map(jnp.shape, first)} do not fit x0's rows "
+                f"(length {row.shape[0]}): {type(self.loss).__name__}.grad has shape "
+                f"{grad.shape}, not {row.shape}"
+            )
+        try:
+            jax.eval_shape(lambda z: self.reg.prox(z, jnp.ones((), z.dtype), problem.reg), row)
+        except (TypeError, ValueError) as err:
+            raise ValueError(
+                f"the problem's reg parameters {jax.tree.map(jnp.shape, problem.reg)} do not "
+                f"fit the regularizer {type(self.reg).__name__}() and rows of length "
+                f"{row.shape[0]} (L1/L2Squared take a weight lam, a scalar or one per "
+                f"coordinate; Box a pair (lo, hi)): {str(err).splitlines()[0]}"
             ) from None
 
     # per-agent maps over the stacked agent axis

@@ -136,6 +136,8 @@ def default_beta(lips, gap):
 def spectral_gap(W):
     """Spectral gap ``1 - max(|lambda_2|, |lambda_n|)`` of the symmetric mixing matrix ``W``."""
     ev = jnp.linalg.eigvalsh(W)
+    if ev.shape[0] == 1:  # one agent: no second eigenvalue (ev[-2] would clamp to ev[0] = 1)
+        return jnp.ones((), ev.dtype)
     return 1.0 - jnp.maximum(jnp.abs(ev[-2]), jnp.abs(ev[0]))
 
 

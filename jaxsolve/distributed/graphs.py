@@ -40,7 +40,7 @@ import numpy as np
 from jax.typing import ArrayLike
 from jaxtyping import Array, Float
 
-from jaxsolve.core.validation import is_concrete
+from jaxsolve.core.validation import check_key, is_concrete
 
 __all__ = [
     "ring",
@@ -150,6 +150,7 @@ def erdos_renyi(key: jax.Array, n: int, p: float, *, max_tries: int = 100) -> np
         raise ValueError(f"n must be >= 2, got {n}")
     if not (0.0 < float(p) <= 1.0):
         raise ValueError(f"p must be in (0, 1], got {p}")
+    check_key("key", key)
     seed = int(jax.random.randint(key, (), 0, np.iinfo(np.int32).max))
     rng = np.random.default_rng(seed)
     for _ in range(_count("max_tries", max_tries)):
@@ -277,5 +278,5 @@ def check_mixing(W: ArrayLike, *, name: str = "W", atol: float = 1e-10) -> None:
             f"{name} has an eigenvalue {ev[0]:.6g} <= -1 (a bipartite-like oscillation); "
             "use Metropolis-Hastings weights or (I + W)/2"
         )
-    if np.sort(ev)[-2] >= 1.0 - atol:
+    if ev.size > 1 and np.sort(ev)[-2] >= 1.0 - atol:  # one agent: W = [[1]] is valid
         raise ValueError(f"{name} has eigenvalue 1 more than once: its graph is disconnected")

@@ -35,7 +35,13 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from jaxsolve.core.validation import check_finite, check_floating, is_concrete
+from jaxsolve.core.validation import (
+    check_finite,
+    check_floating,
+    check_int,
+    check_key,
+    is_concrete,
+)
 from jaxsolve.distributed.graphs import check_mixing, neighbour_lists, sparse_enough
 from jaxsolve.projections import box as _project_box
 
@@ -98,12 +104,12 @@ def make_problem(data, W, reg=0.0, *, neighbours: bool | None = None) -> Problem
     (its widest row of $W$ has at most $n/8$ and at most 64 nonzeros;
     `jaxsolve.distributed.graphs` says why). Either way the iterates agree up to
     rounding. Raises ``ValueError``/``TypeError`` (naming
-    the argument) for a non-floating or NaN ``data``, a ``W`` that is not symmetric,
+    the argument) for a non-real-floating or NaN ``data``, a ``W`` that is not symmetric,
     doubly stochastic and connected, a leading axis of ``data`` other than ``n``, or
     regularizer parameters no regularizer accepts (a negative, infinite or NaN
     weight, a Box with ``lo > hi``).
     """
-    check_floating("data", data)
+    check_floating("data", data, real=True)
     check_finite("data", data)
     leaves = jax.tree.leaves(data)
     if not leaves:
@@ -353,7 +359,7 @@ def breast_cancer(
     y = 2.0 * y - 1.0
     rng = np.random.default_rng(seed)
     key = y * 1e3 + X[:, 0]
-    A, b = _split(X, y, int(n_agents), heterogeneous, key, rng)
+    A, b = _split(X, y, check_int("n_agents", n_agents), heterogeneous, key, rng)
     return jnp.asarray(A, dtype), jnp.asarray(b, dtype)
 
 
@@ -378,9 +384,10 @@ def sparse_binary(
     Returns:
         ``(A, b)`` with shapes ``(n_agents, m, d)`` and ``(n_agents, m)``.
     """
+    check_key("key", key)
+    shape = tuple(check_int(name, v) for name, v in (("n_agents", n_agents), ("m", m), ("d", d)))
     seed = int(jax.random.randint(key, (), 0, np.iinfo(np.int32).max))
     rng = np.random.default_rng(seed)  # host-side data: NumPy draws, no compilation
-    shape = (int(n_agents), int(m), int(d))
     if heterogeneous:
         tilt = rng.uniform(0.2, 1.8, (shape[0], 1, shape[2]))
     else:

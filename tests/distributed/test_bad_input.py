@@ -86,3 +86,50 @@ def test_bad_regularizer_weights_are_named(reg, match):
     A, b = jnp.ones((N_AG, M, DIM)), jnp.ones((N_AG, M))
     with pytest.raises(ValueError, match=match):
         D.make_problem((A, b), D.metropolis_hastings(D.ring(N_AG)), reg)
+
+
+def test_one_agent_is_plain_lasso():
+    """W = [[1]] (one agent) is a valid mixing matrix: check_mixing raised an IndexError
+    (it read the second eigenvalue) and DS-ADMM's default beta divided by a spectral gap
+    of 0 (NaN after one step). One agent must solve the centralized problem."""
+    rng = np.random.default_rng(0)
+    A, b = rng.normal(size=(1, M, DIM)), rng.normal(size=(1, M))
+    problem = D.make_problem((jnp.asarray(A), jnp.asarray(b)), np.ones((1, 1)), 0.1)
+    x = np.zeros(DIM)  # ISTA on (1/2m)||Ax - b||^2 + 0.1 ||x||_1
+    step = M / np.linalg.norm(A[0], 2) ** 2
+    for _ in range(20000):
+        z = x - step * A[0].T @ (A[0] @ x - b[0]) / M
+        x = np.sign(z) * np.maximum(np.abs(z) - 0.1 * step, 0)
+    for solver in [D.ds_admm(D.LeastSquares(), D.L1()), D.dgd(D.LeastSquares(), D.L1())]:
+        sol = jaxsolve.solve(solver, jnp.zeros((1, DIM)), problem, tol=1e-10, max_steps=5000)
+        assert int(sol.status) == Status.SUCCESS
+        np.testing.assert_allclose(np.asarray(sol.x[0]), x, atol=1e-8)
+
+
+def test_complex_data_and_an_int_key_are_named():
+    A, b = jnp.ones((N_AG, M, DIM)), jnp.ones((N_AG, M))
+    W = D.metropolis_hastings(D.ring(N_AG))
+    with pytest.raises(TypeError, match=r"data\[0\] must be real"):
+        D.make_problem((A.astype(jnp.complex128), b), W)
+    with pytest.raises(TypeError, match="key must be a jax.random key"):
+        D.erdos_renyi(0, 5, 0.5)
+
+
+@pytest.mark.parametrize(
+    "b_shape, reg, solver, match",
+    [
+        ((N_AG, M, 1), 0.1, D.ds_admm(D.LeastSquares(), D.L1()), r"LeastSquares.grad has shape"),
+        ((N_AG, M), jnp.full(3, 0.1), D.nids(D.LeastSquares(), D.L1()), "reg parameters"),
+        ((N_AG, M), (-1.0, 1.0), D.dgd(D.LeastSquares(), D.L1()), "reg parameters"),
+        ((N_AG, M), 0.1, D.ds_admm(D.LeastSquares(), D.Box()), "reg parameters"),
+    ],
+    ids=["b (m, 1)", "lam of length 3 for d = 4", "Box pair for L1", "scalar for Box"],
+)
+def test_data_and_reg_that_do_not_fit_the_solver_are_named(b_shape, reg, solver, match):
+    """These passed make_problem and failed inside the first step with JAX's own
+    broadcasting or tuple errors; init's shape check names them."""
+    problem = D.make_problem(
+        (jnp.ones((N_AG, M, DIM)), jnp.ones(b_shape)), D.metropolis_hastings(D.ring(N_AG)), reg
+    )
+    with pytest.raises(ValueError, match=match):
+        jaxsolve.solve(solver, jnp.zeros((N_AG, DIM)), problem)
