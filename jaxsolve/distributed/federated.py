@@ -227,12 +227,53 @@ def _check_nm(n, m):
         )
 
 
-def _check_data(data, m):
+def _check_data(data, m, loss=None, x0=None):
+    """The client data (one leading client axis, real, no NaN), ``m``, and, given ``loss``
+    and ``x0``, that one client's loss at ``x0`` is a real scalar (shapes only: runs
+    under tracing too). A misfit failed deep in the first gradient with JAX's own
+    broadcasting or ``grad`` error."""
     n = num_clients(data)
     _check_nm(n, m)
+    for path, leaf in jax.tree_util.tree_leaves_with_path(data):
+        if jnp.issubdtype(jnp.result_type(leaf), jnp.complexfloating):
+            raise TypeError(
+                f"data{jax.tree_util.keystr(path)} must be real, got dtype {jnp.result_type(leaf)}"
+            )
     if is_concrete(data):
         check_finite("data", data)
+    if loss is not None:
+        first = jax.tree.map(lambda v: v[0], data)
+        try:
+            out = jax.eval_shape(loss, x0, first)
+        except (TypeError, ValueError) as err:
+            raise ValueError(
+                f"loss(x0, data_i) fails for x0 of shape {jnp.shape(x0)} and one client's "
+                f"data {jax.tree.map(jnp.shape, first)}: {str(err).splitlines()[0]}"
+            ) from None
+        if out.shape != () or not jnp.issubdtype(out.dtype, jnp.floating):
+            raise ValueError(
+                f"loss(x0, data_i) must return a real scalar, got shape {out.shape} and "
+                f"dtype {out.dtype}"
+            )
     return n
+
+
+def _check_seed(seed) -> None:
+    """``seed`` is an int or an int array (a batch of seeds under ``vmap``); a PRNG key or a
+    float failed inside ``jax.random.key`` at the first ``init``."""
+    if (
+        isinstance(seed, bool)
+        or isinstance(seed, jax.Array)
+        and jax.dtypes.issubdtype(seed.dtype, jax.dtypes.prng_key)
+    ):
+        raise TypeError(
+            f"seed must be an int (or an int array under vmap), got {seed!r}; for a key "
+            "pass an int, e.g. seed=int(jax.random.randint(key, (), 0, 2**31 - 1))"
+        )
+    if not jnp.issubdtype(jnp.result_type(seed), jnp.integer):
+        raise TypeError(
+            f"seed must be an int (or an int array under vmap), got dtype {jnp.result_type(seed)}"
+        )
 
 
 def saga_estimate(
@@ -399,7 +440,7 @@ class RGSAGA(jaxsolve.AbstractSolver):
     seed: Any = 0
 
     def init(self, x0, args):
-        n = _check_data(args, self.m)
+        n = _check_data(args, self.m, self.loss, x0)
         grads = _client_grads(self.loss, x0, args)
         g = jnp.mean(grads, axis=0)
         key = jax.random.key_data(jax.random.key(self.seed))
@@ -468,6 +509,7 @@ def rg_saga(
     `practical_parameters` gives the paper's defaults: ``rg_saga(loss, m, **params)``.
     """
     _check_loss_m(loss, m)
+    _check_seed(seed)
     _check_hypers(lam=lam, local_l=local_l)
     _check_unit(beta=beta, p=p)
     if not isinstance(max_local, int) or max_local < 1:
@@ -510,7 +552,7 @@ class FedGD(jaxsolve.AbstractSolver):
     stepsize: Any
 
     def init(self, x0, args):
-        n = _check_data(args, self.m)
+        n = _check_data(args, self.m, self.loss, x0)
         g = full_gradient(self.loss, x0, args)
         z = jnp.int32(0)
         return FedGDState(x0, z, jnp.linalg.norm(g), z, g, _sync_ledger(n, self.m))
@@ -571,7 +613,7 @@ class Scaffold(jaxsolve.AbstractSolver):
     seed: Any = 0
 
     def init(self, x0, args):
-        n = _check_data(args, self.m)
+        n = _check_data(args, self.m, self.loss, x0)
         z = jnp.int32(0)
         err = jnp.linalg.norm(full_gradient(self.loss, x0, args))
         key = jax.random.key_data(jax.random.key(self.seed))
@@ -612,6 +654,7 @@ def scaffold(
     """SCAFFOLD (Karimireddy et al. 2020, option II): ``local_steps`` local steps of size
     ``local_lr`` on each of $m$ random clients per round, server step ``global_lr``."""
     _check_loss_m(loss, m)
+    _check_seed(seed)
     _check_hypers(local_lr=local_lr, global_lr=global_lr)
     if not isinstance(local_steps, int) or local_steps < 1:
         raise ValueError(f"local_steps must be a positive int, got {local_steps!r}")
@@ -654,7 +697,7 @@ class FedAvg(jaxsolve.AbstractSolver):
     seed: Any = 0
 
     def init(self, x0, args):
-        _check_data(args, self.m)
+        _check_data(args, self.m, self.loss, x0)
         z = jnp.int32(0)
         err = jnp.linalg.norm(full_gradient(self.loss, x0, args))
         key = jax.random.key_data(jax.random.key(self.seed))
@@ -716,6 +759,7 @@ def fedavg(
         seed: an int (or int array, e.g. under ``vmap``) seeding client sampling.
     """
     _check_loss_m(loss, m)
+    _check_seed(seed)
     _check_hypers(stepsize=stepsize, global_lr=global_lr)
     if not isinstance(local_steps, int) or local_steps < 1:
         raise ValueError(f"local_steps must be a positive int, got {local_steps!r}")
@@ -787,7 +831,7 @@ class RGSVRG(jaxsolve.AbstractSolver):
     seed: Any = 0
 
     def init(self, x0, args):
-        n = _check_data(args, self.m)
+        n = _check_data(args, self.m, self.loss, x0)
         grads = _client_grads(self.loss, x0, args)
         g = jnp.mean(grads, axis=0)
         key = jax.random.key_data(jax.random.key(self.seed))
@@ -861,6 +905,7 @@ def rg_svrg(
         max_local: cap on the local steps of one round.
     """
     _check_loss_m(loss, m)
+    _check_seed(seed)
     _check_hypers(lam=lam, local_l=local_l)
     _check_unit(beta=beta, p=p, **({} if q is None else {"q": q}))
     if not isinstance(max_local, int) or max_local < 1:
@@ -902,7 +947,7 @@ class SaberFull(jaxsolve.AbstractSolver):
     seed: Any = 0
 
     def init(self, x0, args):
-        n = _check_data(args, self.m)
+        n = _check_data(args, self.m, self.loss, x0)
         g = full_gradient(self.loss, x0, args)
         key = jax.random.key_data(jax.random.key(self.seed))
         z = jnp.int32(0)
@@ -949,6 +994,7 @@ def saber_full(
         seed: an int (or int array, e.g. under ``vmap``) seeding the coin and sampling.
     """
     _check_loss_m(loss, m)
+    _check_seed(seed)
     check_positive("stepsize", stepsize)
     if q is not None:
         _check_unit(q=q)

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from jaxsolve.core.validation import check_positive
+from jaxsolve.core.validation import check_key, check_positive
 from jaxsolve.distributed.problems import breast_cancer
 
 __all__ = [
@@ -65,6 +65,7 @@ def log_sum_quadratic(key, n: int = 100, d: int = 1000, b: int = 5, *, spread: f
         if not isinstance(v, int | np.integer) or v < 1:
             raise ValueError(f"{name} must be a positive int, got {v!r}")
     check_positive("spread", spread, strict=False)
+    check_key("key", key)
     k1, k2, k3 = jax.random.split(key, 3)
     centre = jax.random.uniform(k1, (d,), minval=1.0, maxval=100.0)
     A = jnp.clip(centre + spread * jax.random.normal(k2, (n, b, d)), 1.0, 100.0)

@@ -306,3 +306,49 @@ def test_float32_runs_and_tracks_float64(problem, method):
     s64 = _solve(make(), data, 5)
     _assert_same_ledger(s32.state.ledger, s64.state.ledger)
     np.testing.assert_allclose(s32.x, s64.x, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda **kw: D.rg_saga(LOSS, M, lam=10.0, beta=0.3, local_l=200.0, p=0.05, **kw),
+        lambda **kw: D.rg_svrg(LOSS, M, lam=10.0, beta=0.3, local_l=200.0, p=0.05, **kw),
+        lambda **kw: D.fedavg(LOSS, M, stepsize=0.005, **kw),
+        lambda **kw: D.scaffold(LOSS, M, local_lr=0.002, **kw),
+        lambda **kw: D.saber_full(LOSS, M, stepsize=0.005, **kw),
+    ],
+    ids=["rg_saga", "rg_svrg", "fedavg", "scaffold", "saber_full"],
+)
+def test_misfit_seed_start_and_data_are_named(problem, make):
+    """Each of these failed at the first init or step with a JAX error from deep inside
+    (jax.random.key of a key or a float; broadcasting in the loss; grad of a complex or
+    vector output); now each names the argument before anything runs."""
+    data, _ = problem
+    x0 = jnp.zeros(DIM)
+    with pytest.raises(TypeError, match="seed must be an int"):
+        make(seed=jax.random.key(0))
+    with pytest.raises(TypeError, match="seed must be an int"):
+        make(seed=1.5)
+    solver = make()
+    with pytest.raises(ValueError, match=r"loss\(x0, data_i\) fails for x0 of shape \(21,\)"):
+        jaxsolve.solve(solver, jnp.zeros(DIM + 1), data, max_steps=2)
+    with pytest.raises(TypeError, match=r"data\[0\] must be real"):
+        jaxsolve.solve(solver, x0, (data[0].astype(jnp.complex128), data[1]), max_steps=2)
+
+    def vector(x, d):
+        return x * jnp.sum(d[0])
+
+    bad = D.fedavg(vector, M, stepsize=0.1)
+    with pytest.raises(ValueError, match=r"must return a real scalar, got shape \(20,\)"):
+        jaxsolve.solve(bad, x0, data, max_steps=2)
+
+
+def test_generators_name_a_bad_key_or_count():
+    with pytest.raises(TypeError, match="key must be a jax.random key"):
+        D.log_sum_quadratic(0, 3, 4)
+    with pytest.raises(TypeError, match="key must be a jax.random key"):
+        D.sparse_binary(0, 3, 5)
+    with pytest.raises(ValueError, match="n_agents must be an int >= 1"):
+        D.sparse_binary(jax.random.key(0), 0, 5)
+    with pytest.raises(ValueError, match="n_agents must be an int >= 1"):
+        D.breast_cancer(0)  # was ZeroDivisionError
