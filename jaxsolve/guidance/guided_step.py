@@ -80,7 +80,10 @@ def _check_lam(lam) -> None:
 
 
 def check_weights(name, mask) -> None:
-    """Latent-space weights: real (or boolean), finite, non-negative (values when concrete)."""
+    """Latent-space weights: real (or boolean), finite, non-negative and not all zero
+    (values when concrete). An all-zero mask guided nothing, silently: `guided_step` was
+    the unguided step and `latent_optimizer` reported SUCCESS at its start (the masked
+    gradient it measures is zero), the case of a face mask that detected no face."""
     if mask is None:
         return
     dtype = jnp.result_type(mask)
@@ -91,6 +94,8 @@ def check_weights(name, mask) -> None:
         mv = np.asarray(mask, np.float64)
         if not np.all(np.isfinite(mv)) or np.any(mv < 0):
             raise ValueError(f"{name} must hold non-negative finite weights (or booleans)")
+        if not np.any(mv > 0):
+            raise ValueError(f"{name} is empty (no entry has a positive weight)")
 
 
 def _check_common(feature_fn, reference, pivot, lam, energy_options):
@@ -182,7 +187,7 @@ def guided_step(
             integer or complex ``reference``/``pivot``/``mask``; at call time a non-float
             ``z``.
         ValueError: negative or non-finite ``scale`` or ``lam``, NaN ``t_threshold``,
-            NaN/inf in ``reference`` or ``pivot``, a ``reference`` that is not
+            an all-zero ``mask``, NaN/inf in ``reference`` or ``pivot``, a ``reference`` that is not
             ``(n_ref, channels)``, a bad energy option or ``mask_ref``; at call time a
             ``mask`` that does not broadcast to ``z``, a ``step_fn`` output not shaped
             like ``z``.

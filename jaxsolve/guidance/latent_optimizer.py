@@ -139,7 +139,7 @@ def latent_optimizer(
             non-float ``x0`` or ``args`` that is not ``(reference, pivot)``.
         ValueError: a ``stepsize`` that is not positive and finite, a negative or
             non-finite ``lam``, negative or non-finite mask weights, an all-zero
-            ``mask_gen``/``mask_ref``, a bad energy option; at ``init``, a ``pivot``
+            ``mask``/``mask_gen``/``mask_ref``, a bad energy option; at ``init``, a ``pivot``
             not shaped like ``x0``.
     """
     if not callable(feature_fn):
@@ -153,11 +153,8 @@ def latent_optimizer(
         v = np.asarray(lam)
         if not (np.isrealobj(v) and np.all(np.isfinite(v)) and np.all(v >= 0)):
             raise ValueError(f"lam must be non-negative and finite, got {lam}")
-    check_weights("mask", mask)
-    for name, m in (("mask_gen", mask_gen), ("mask_ref", mask_ref)):
-        check_weights(name, m)
-        if m is not None and is_concrete(m) and not np.any(np.asarray(m, np.float64) > 0):
-            raise ValueError(f"{name} is empty (no point has a positive weight)")
+    for name, m in (("mask", mask), ("mask_gen", mask_gen), ("mask_ref", mask_ref)):
+        check_weights(name, m)  # also refuses an all-zero mask
     return LatentOptimizer(
         feature_fn, kind, matcher, stepsize, lam, p, alpha, mask, mask_gen, mask_ref
     )

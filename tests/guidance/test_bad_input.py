@@ -194,3 +194,21 @@ def test_half_precision_latent_is_not_a_false_success():
         max_steps=50,
     )
     assert int(sol.status) != Status.SUCCESS
+
+
+def test_an_all_zero_latent_mask_is_named():
+    """An all-zero latent mask (a face mask that found no face) guided nothing, silently:
+    guided_step returned the unguided step and latent_optimizer reported SUCCESS at its
+    start, its masked gradient being zero. Like an empty mask_gen/mask_ref, it is named."""
+    with pytest.raises(ValueError, match="mask is empty"):
+        guided_step(_step, _pixels, R64, scale=1.0, t_threshold=10.0, mask=jnp.zeros((8, 8)))
+    with pytest.raises(ValueError, match="mask is empty"):
+        latent_optimizer(_pixels, mask=jnp.zeros((8, 8), bool))
+    # one positive weight is a mask: the guided entry moves, the others are the step's
+    z = jnp.ones((8, 8))
+    mask = jnp.zeros((8, 8)).at[0, 0].set(1.0)
+    out = guided_step(
+        _step, _pixels, R64, scale=1.0, t_threshold=10.0, mask=mask, kind="l2", matcher="identity"
+    )(z, 1.0)
+    np.testing.assert_array_equal(np.asarray(out)[mask == 0], 0.9)
+    assert float(out[0, 0]) != 0.9
