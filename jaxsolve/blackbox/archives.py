@@ -250,7 +250,7 @@ class CellArchive(eqx.Module):
         """The same cells with other CMA-MAE settings (checked as the constructors do);
         ``qd_score_offset=None`` keeps this archive's."""
         lr, tmin = _cma_mae_settings(learning_rate, threshold_min)
-        offset = self.qd_score_offset if qd_score_offset is None else float(qd_score_offset)
+        offset = self.qd_score_offset if qd_score_offset is None else _offset(qd_score_offset)
         return dataclasses.replace(
             self,
             learning_rate=lr,
@@ -324,9 +324,15 @@ def grid_archive(
         qd_score_offset: subtracted from each elite's objective in the QD score.
         epsilon: the index computation's rounding guard.
     """
-    dims = tuple(int(d) for d in np.atleast_1d(dims))
+    raw = np.atleast_1d(dims)
+    # int() truncated a float count silently (dims=(2.5,) gave 2 cells)
+    if raw.dtype.kind not in "iuf" or np.any(raw != np.round(raw)):
+        raise ValueError(f"dims must be positive int cell counts per axis, got {dims}")
+    dims = tuple(int(d) for d in raw)
     if not dims or min(dims) < 1:
         raise ValueError(f"dims must be positive cell counts per axis, got {dims}")
+    if not np.isfinite(epsilon) or epsilon < 0:
+        raise ValueError(f"epsilon must be finite and non-negative, got {epsilon!r}")
     ranges = _check_ranges(ranges, len(dims))
     _check_solution_dim(solution_dim)
     lr, tmin = _cma_mae_settings(learning_rate, threshold_min)
@@ -337,7 +343,7 @@ def grid_archive(
         upper=jnp.asarray(ranges[:, 1]),
         learning_rate=lr,
         threshold_min=tmin,
-        qd_score_offset=float(qd_score_offset),
+        qd_score_offset=_offset(qd_score_offset),
         epsilon=float(epsilon),
         elitist=bool(tmin == -np.inf),
     )
@@ -356,6 +362,14 @@ def _check_ranges(ranges, measure_dim: int | None) -> np.ndarray:
     if not np.all(np.isfinite(ranges)) or np.any(ranges[:, 1] <= ranges[:, 0]):
         raise ValueError(f"ranges must be finite with low < high, got {ranges.tolist()}")
     return ranges
+
+
+def _offset(qd_score_offset) -> float:
+    """A finite ``qd_score_offset`` (NaN or inf made every QD score NaN or inf)."""
+    offset = float(qd_score_offset)
+    if not np.isfinite(offset):
+        raise ValueError(f"qd_score_offset must be finite, got {qd_score_offset!r}")
+    return offset
 
 
 def _check_solution_dim(solution_dim) -> None:
@@ -577,6 +591,6 @@ def cvt_archive(
         upper=jnp.asarray(ranges[:, 1]),
         learning_rate=lr,
         threshold_min=tmin,
-        qd_score_offset=float(qd_score_offset),
+        qd_score_offset=_offset(qd_score_offset),
         elitist=bool(tmin == -np.inf),
     )

@@ -60,6 +60,7 @@ import numpy as np
 
 from jaxsolve.core.protocol import AbstractSolver, hyper
 from jaxsolve.core.status import Status
+from jaxsolve.core.validation import check_floating, check_key, check_shape
 
 __all__ = ["CMAState", "CMAES", "cma_es", "CMAESSolverState", "CMAESSolver", "cma_es_solver"]
 
@@ -120,8 +121,13 @@ class CMAES(eqx.Module):
         return (jnp.asarray(w, dtype), *scalars)
 
     def init(self, x0) -> CMAState:
-        """The state centred at ``x0`` with step size ``sigma0`` and ``C = I``."""
+        """The state centred at ``x0`` (a real ``(dim,)`` vector, checked) with step size
+        ``sigma0`` and ``C = I``."""
         x0 = jnp.asarray(x0)
+        # a start of another length or an integer dtype gave a state that failed (or, for
+        # ints, sampled with sigma = 0) only generations later
+        check_floating("x0", x0, real=True)
+        check_shape("x0", x0, (self.dim,))
         n, dt = self.dim, x0.dtype
         C = jnp.ones(n, dt) if self.separable else jnp.eye(n, dtype=dt)
         return CMAState(
@@ -137,6 +143,7 @@ class CMAES(eqx.Module):
 
     def ask(self, state: CMAState, key) -> jax.Array:
         """``popsize`` samples ``(popsize, dim)`` of $N(m, \\sigma^2 C)$."""
+        check_key("key", key)
         z = standard_normal(key, (self.popsize, self.dim), state.mean.dtype)
         if self.separable:
             y = z * state.D
@@ -154,6 +161,8 @@ class CMAES(eqx.Module):
         than a vmapped conditional (that would decompose every emitter every time).
         """
         dt = state.mean.dtype
+        check_shape("solutions", solutions, (self.popsize, self.dim))
+        check_shape("fitness", fitness, (self.popsize,))
         w, mueff, cc, cs, c1, cmu, ds, chin = self._params(dt)
         n = self.dim
         fit = jnp.where(jnp.isnan(fitness), jnp.inf, fitness)
@@ -406,7 +415,10 @@ class CMAESSolver(AbstractSolver):
         if x0.shape != (self.es.dim,):
             raise ValueError(f"x0 must have shape ({self.es.dim},) (dim), got {x0.shape}")
         es = self.es.init(x0)
-        f0 = jnp.asarray(self.fun(x0, args), x0.dtype)
+        f0 = jnp.asarray(self.fun(x0, args))
+        if f0.shape != ():  # a vector failed deep in the first tell's ranking
+            raise ValueError(f"fun(x0, args) must return a scalar, got shape {f0.shape}")
+        f0 = f0.astype(x0.dtype)
         return CMAESSolverState(
             x0,
             jnp.int32(0),
@@ -449,4 +461,6 @@ def cma_es_solver(fun: Callable, dim: int, *, seed: int = 0, **options) -> CMAES
     """
     if not callable(fun):
         raise TypeError(f"fun must be callable fun(x, args), got {type(fun).__name__}")
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
+        raise TypeError(f"seed must be an int, got {type(seed).__name__} {seed!r}")
     return CMAESSolver(fun, cma_es(dim, **options), int(seed))

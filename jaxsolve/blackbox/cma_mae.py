@@ -42,6 +42,7 @@ import numpy as np
 
 from jaxsolve.blackbox.archives import ArchiveState, CellArchive, grid_archive
 from jaxsolve.blackbox.cma_es import CMAES, CMAState, _lazy_gap, cma_es
+from jaxsolve.core.validation import check_int, check_key, check_shape
 
 __all__ = ["MAEState", "CMAMAE", "cma_mae"]
 
@@ -81,6 +82,7 @@ class CMAMAE(eqx.Module):
 
     def init(self, x0, key) -> MAEState:
         """Every emitter starts at ``x0`` (``(solution_dim,)``) with ``sigma0``."""
+        check_key("key", key)  # an int here failed at the first ask, deep in a split
         x0 = jnp.asarray(x0)
         one = self.es.init(x0)
         ems = jax.tree.map(lambda v: jnp.broadcast_to(v, (self.n_emitters,) + v.shape), one)
@@ -106,7 +108,10 @@ class CMAMAE(eqx.Module):
         ``objective`` ``(n_emitters, batch_size)`` (higher is better, NaN worst) and
         ``measures`` ``(n_emitters, batch_size, measure_dim)`` for ``solutions`` from `ask`.
         """
-        E, B, n = solutions.shape
+        E, B = self.n_emitters, self.es.popsize
+        check_shape("solutions", solutions, (E, B, self.es.dim))
+        check_shape("objective", objective, (E, B))
+        check_shape("measures", measures, (E, B, self.archive.measure_dim))
         flat = lambda v: v.reshape((E * B,) + v.shape[2:])  # noqa: E731
         arch, info = self.archive.add(
             state.archive, flat(solutions), flat(objective), flat(measures)
@@ -167,6 +172,7 @@ class CMAMAE(eqx.Module):
             state = self.tell(state, X, obj.reshape(E, B), meas.reshape(E, B, -1), refresh=refresh)
             return state, (self.result_archive.stats(state.result) if record else None)
 
+        iterations = check_int("iterations", iterations, minimum=0)
         # the loop index assumes the run starts at a multiple of eigen_every iterations
         # (state.iteration), as every run from `init` does
         return jax.lax.scan(body, state, jnp.arange(int(iterations)))

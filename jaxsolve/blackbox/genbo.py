@@ -43,7 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxsolve.core.validation import is_concrete
+from jaxsolve.core.validation import check_floating, check_int, check_key, is_concrete
 
 __all__ = [
     "pi",
@@ -219,6 +219,9 @@ class UniformBox(eqx.Module):
     upper: jax.Array
 
     def __check_init__(self):
+        # integer bounds passed here and failed at the first sample (jax.random.uniform)
+        check_floating("lower", self.lower, real=True)
+        check_floating("upper", self.upper, real=True)
         if jnp.shape(self.lower) != jnp.shape(self.upper):
             raise ValueError(
                 f"lower and upper must have one shape, got {jnp.shape(self.lower)} "
@@ -374,6 +377,7 @@ class GenBO(eqx.Module):
         ``model.upper``, where it has them) reaches outside it: there
         $\\log p_0 = -\\infty$, and every loss that weighs by $p_0$ would turn NaN."""
         X0, y0 = jnp.asarray(X0), jnp.asarray(y0)
+        _check_start(self, model, X0, y0, key)
         n0 = X0.shape[0]
         _check_support(self.prior, model, X0)
         params, _ = eqx.partition(model, eqx.is_inexact_array)
@@ -529,6 +533,11 @@ class GenBO(eqx.Module):
         ``X`` is stored in the buffer's dtype (a model may sample int64 sequences into an
         int32 buffer)."""
         X = jnp.asarray(X, state.X.dtype)
+        if X.shape[:1] != (self.batch_size,):
+            raise ValueError(
+                f"X must hold batch_size = {self.batch_size} rows (the batch from ask), got "
+                f"shape {X.shape}"
+            )
         idx = state.count + jnp.arange(self.batch_size)
         lq = state.model.log_prob(X)
         state = record_batch(state, X, y, self.capacity)
@@ -538,6 +547,36 @@ class GenBO(eqx.Module):
         """``rounds`` rounds for a JAX ``objective(X) -> y`` (batched), in one ``lax.scan``;
         returns ``(state, best_y per round)``."""
         return run_rounds(self, objective, state, rounds)
+
+
+def _check_start(loop, model, X0, y0, key) -> None:
+    """Shapes, dtypes and the key of `GenBO.init`'s start, named (each failed with a JAX
+    error from inside the buffer writes or the models' log densities)."""
+    check_key("key", key)
+    check_floating("y0", y0, real=True)  # an int buffer cannot hold the -inf of "no best"
+    if X0.ndim < 1 or X0.shape[0] == 0:
+        raise ValueError(f"X0 must hold at least one point (one per row), got shape {X0.shape}")
+    n0 = X0.shape[0]
+    if y0.shape != (n0,):
+        raise ValueError(f"y0 must have shape ({n0},) (one value per row of X0), got {y0.shape}")
+    if n0 > loop.capacity:
+        raise ValueError(
+            f"{n0} initial points do not fit the buffer of {loop.capacity} "
+            "(n_initial + rounds * batch_size)"
+        )
+    for name, dist in (("the prior", loop.prior), ("the model", model)):
+        try:
+            out = jax.eval_shape(dist.log_prob, X0)
+        except (TypeError, ValueError, IndexError) as err:
+            raise ValueError(
+                f"X0 of shape {X0.shape} does not fit {name} "
+                f"({type(dist).__name__}.log_prob): {str(err).splitlines()[0]}"
+            ) from None
+        if out.shape != (n0,):
+            raise ValueError(
+                f"X0 of shape {X0.shape} does not fit {name}: {type(dist).__name__}.log_prob "
+                f"gave shape {out.shape}, not ({n0},) (one log density per row)"
+            )
 
 
 def _check_support(prior, model, X0) -> None:
@@ -566,6 +605,15 @@ def record_batch(state, X, y, capacity: int):
     ``capacity`` are dropped, NaN observations are stored as unobserved, and the best
     finite point seen is kept. Shared by the batch BO loops (`GenBO`, ``gp.GPEI``)."""
     X = jnp.asarray(X, state.X.dtype)
+    if X.ndim < 1 or X.shape[1:] != state.X.shape[1:]:  # it broadcast into the buffer silently
+        raise ValueError(
+            f"X must have shape (batch,) + {state.X.shape[1:]} (rows like the buffer's), "
+            f"got {X.shape}"
+        )
+    if jnp.shape(y) != X.shape[:1]:
+        raise ValueError(
+            f"y must have shape ({X.shape[0]},) (one per row of X), got {jnp.shape(y)}"
+        )
     y = jnp.asarray(y, state.y.dtype)
     idx = state.count + jnp.arange(X.shape[0])
     ok = jnp.isfinite(y) & (idx < capacity)
@@ -592,7 +640,7 @@ def run_rounds(loop, objective: Callable, state, rounds: int):
         state = loop.tell(state, X, objective(X))
         return state, state.best_y
 
-    return jax.lax.scan(body, state, None, length=int(rounds))
+    return jax.lax.scan(body, state, None, length=check_int("rounds", rounds, minimum=0))
 
 
 def genbo(
@@ -619,6 +667,18 @@ def genbo(
     whose cost does not grow with the rounds (`GenBO.fit`); ``None`` fits on the whole
     buffer at every step.
     """
+    if not callable(getattr(prior, "log_prob", None)):
+        raise TypeError(
+            f"prior must be a distribution with log_prob (e.g. UniformBox(lower, upper)), "
+            f"got {type(prior).__name__}"
+        )
+    # a zero, negative or NaN step or temperature ran without error to a model that never
+    # moved or turned NaN; flip = 1/2 divides the robust loss by 1 - 2 flip = 0
+    for name, v in (("learning_rate", learning_rate), ("eta", eta)):
+        if not np.isfinite(float(v)) or float(v) <= 0:
+            raise ValueError(f"{name} must be positive and finite, got {v!r}")
+    if not 0 <= float(flip) < 0.5:
+        raise ValueError(f"flip must be in [0, 0.5), got {flip!r}")
     if utility not in _UTILITIES:
         raise ValueError(f"utility must be one of {sorted(_UTILITIES)}, got {utility!r}")
     if loss not in _LOSSES:
