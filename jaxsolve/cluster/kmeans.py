@@ -339,9 +339,10 @@ fusion emitters (the option is ignored on other backends).
 The program is some 500 small kernels (the Newton step's structured Hessian, secular
 search and retractions on ``n x r`` arrays), and LLVM's time on the fusion emitters'
 code was most of a first call. Measured on iris (``bench/results/compile.md``, 2 cores,
-float64): compilation 6.0 -> 3.5 CPU s, a first call 6.1 -> 3.6 CPU s, and the
-steady-state call no slower (17.4 -> 15.8 ms); labels, inertia and step counts
-unchanged, the relaxation's iterate equal to 1e-15 (another reduction order)."""
+float64, fresh processes): a first call 6.4 -> 3.6 CPU s (its compilation 6.0 -> 3.5),
+and the steady-state call no slower (same-process A/B: iris 0.89x, wine 0.94x,
+breast_cancer 1.01x); labels, inertia and step counts unchanged in float64, the
+relaxation's iterate equal to 1e-12 (another reduction order)."""
 
 _run = jax.jit(_run_program, static_argnames=_STATIC, compiler_options=COMPILER_OPTIONS)
 _run_default = jax.jit(_run_program, static_argnames=_STATIC)
