@@ -54,6 +54,7 @@ from jax.scipy.linalg import cho_solve
 
 from jaxsolve.core import Status
 from jaxsolve.core.protocol import AbstractSolver, hyper
+from jaxsolve.core.validation import check_key, check_positive
 from jaxsolve.qp.admm import EQ_RHO_WEIGHT, FREE_ROW_RHO, relaxed_update
 from jaxsolve.qp.flexqp import flexqp
 from jaxsolve.qp.problem import QP
@@ -246,6 +247,7 @@ class Policies(eqx.Module):
         """Freshly initialized `RowPolicy` networks from ``key`` (``**ranges``:
         ``rho_range``, ``mu_range``, ``alpha_range``)."""
         _check_scaling(scaling_iters)
+        check_key("key", key)
         k1, k2, k3 = jax.random.split(key, 3)
         return cls(
             RowPolicy(k1, 2),
@@ -391,4 +393,5 @@ def deep_flexqp(policies: Policies | None = None, *, key=None, sigma: float = 1e
         raise TypeError(
             f"policies must be a jaxsolve.qp.deep.Policies, got {type(policies).__name__}"
         )
+    check_positive("sigma", sigma)  # ADMM's proximal weight on x: 0 or less is no ADMM
     return DeepFlexQP(policies=policies, sigma=sigma)

@@ -33,6 +33,7 @@ import numpy as np
 import optax
 
 from jaxsolve.core import solve
+from jaxsolve.core.validation import check_int, check_key, check_shape, is_concrete
 from jaxsolve.qp import problems as gen
 from jaxsolve.qp.deep import DeepFlexQP, Policies
 from jaxsolve.qp.problem import QP
@@ -85,6 +86,10 @@ def problem_set(cls: str, count: int, n: int, *, seed: int, dtype=jnp.float64) -
     """
     if cls not in CLASSES:
         raise ValueError(f"problem class must be one of {CLASSES}, got {cls!r}")
+    check_int("count", count)  # 0 made an empty set, silently
+    check_int("n", n)
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
+        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
     keys = jax.random.split(jax.random.key(seed), count)
     return _generator(cls, n, jnp.dtype(dtype))(keys)
 
@@ -132,6 +137,37 @@ class TrainResult(NamedTuple):
     seconds: float
 
 
+def _check_training_set(policies, qps, x_star, y_star) -> int:
+    """The training set's types, shapes and targets, named; returns the problem count.
+
+    Targets of another length than the batch were gathered out of range, silently (JAX
+    clamps the index: problems trained toward another problem's solution); NaN targets,
+    what `reference_solutions` gives an infeasible or unsolved QP, made every loss and
+    then the weights NaN, silently."""
+    if not isinstance(policies, Policies):
+        raise TypeError(
+            f"policies must be a jaxsolve.qp.deep.Policies, got {type(policies).__name__}"
+        )
+    if not isinstance(qps, QP):
+        raise TypeError(f"qps must be a batched QP (problem_set), got {type(qps).__name__}")
+    if jnp.ndim(qps.q) != 2:
+        raise ValueError(
+            f"qps must be a batch of QPs (q of shape (count, n)), got q of shape "
+            f"{jnp.shape(qps.q)}; stack single problems with jax.tree.map(jnp.stack, ...)"
+        )
+    for name, target, want in (("x_star", x_star, qps.q.shape), ("y_star", y_star, qps.l.shape)):
+        check_shape(name, target, want)
+        if is_concrete(target):
+            bad = ~np.all(np.isfinite(np.asarray(target)), axis=1)
+            if bad.any():
+                raise ValueError(
+                    f"{name} is not finite for problem(s) {np.flatnonzero(bad)[:10].tolist()}: "
+                    "drop the problems whose reference_solutions status is not SUCCESS "
+                    "(infeasible or unsolved) before training"
+                )
+    return qps.q.shape[0]
+
+
 def train_policy(
     policies: Policies,
     qps: QP,
@@ -154,8 +190,12 @@ def train_policy(
     """
     if loss not in ("plain", "log"):
         raise ValueError(f"loss must be 'plain' or 'log', got {loss!r}")
-    count = qps.q.shape[0]
+    count = _check_training_set(policies, qps, x_star, y_star)
+    K = check_int("K", K)
+    steps = check_int("steps", steps, minimum=0)
+    batch_size = check_int("batch_size", batch_size)  # 0 trained on empty batches: NaN
     key = jax.random.key(0) if key is None else key
+    check_key("key", key)
     opt = optimizer or optax.chain(optax.clip_by_global_norm(1.0), optax.adam(1e-3))
     params, static = eqx.partition(policies, eqx.is_inexact_array)
     state = opt.init(params)

@@ -59,3 +59,37 @@ def test_unrolled_training_lowers_the_loss_and_gradients_are_finite():
 def test_bad_policies_are_named():
     with pytest.raises(TypeError, match="policies"):
         deep_flexqp(policies="lstm")
+
+
+def test_bad_training_sets_are_named():
+    """Targets for fewer problems than the batch trained silently toward clamped (other
+    problems') targets; NaN targets (an infeasible QP's reference) made every loss NaN;
+    batch_size=0 gave NaN losses; an int key, a single unbatched QP or K=0 failed with
+    JAX's or the driver's errors. All are named before anything compiles."""
+    from jaxsolve.qp.train import problem_set
+
+    qps = problem_set("random", 4, 5, seed=0)
+    xs, ys = jnp.zeros(qps.q.shape), jnp.zeros(qps.l.shape)
+    pol = Policies.learned(jax.random.key(0))
+    cases = [
+        (dict(x_star=xs[:3]), ValueError, r"x_star must have shape \(4, 5\), got \(3, 5\)"),
+        (dict(y_star=ys[:, :2]), ValueError, "y_star must have shape"),
+        (dict(x_star=xs.at[2, 0].set(jnp.nan)), ValueError, r"x_star is not finite .* \[2\]"),
+        (dict(batch_size=0), ValueError, "batch_size must be an int >= 1"),
+        (dict(K=0), ValueError, "K must be an int >= 1"),
+        (dict(key=0), TypeError, "key must be a jax.random key"),
+        (dict(qps=jax.tree.map(lambda v: v[0], qps)), ValueError, "qps must be a batch of QPs"),
+        (dict(policies="lstm"), TypeError, "policies must be"),
+    ]
+    for change, error, match in cases:
+        kw = dict(policies=pol, qps=qps, x_star=xs, y_star=ys, K=3, steps=1) | change
+        with pytest.raises(error, match=match):
+            train_policy(
+                kw.pop("policies"), kw.pop("qps"), kw.pop("x_star"), kw.pop("y_star"), **kw
+            )
+    with pytest.raises(ValueError, match="count must be an int >= 1"):
+        problem_set("random", 0, 5, seed=0)
+    with pytest.raises(TypeError, match="key must be a jax.random key"):
+        deep_flexqp(key=0)
+    with pytest.raises(ValueError, match="sigma must be positive"):
+        deep_flexqp(sigma=0.0)
