@@ -137,6 +137,16 @@ def _with_defaults(solver, x0, problem):
     return solver
 
 
+def _check_mesh(mesh) -> None:
+    """A 1-D `jax.sharding.Mesh` (a list of devices failed on ``mesh.axis_names``)."""
+    if not isinstance(mesh, Mesh):
+        raise TypeError(
+            f"mesh must be a jax.sharding.Mesh (agent_mesh(devices)), got {type(mesh).__name__}"
+        )
+    if len(mesh.axis_names) != 1:
+        raise ValueError(f"mesh must be 1-D, got axes {mesh.axis_names}")
+
+
 def solve_on_mesh(
     solver: DecentralizedSolver,
     x0: Float[Array, "n d"],
@@ -163,8 +173,7 @@ def solve_on_mesh(
         equal to the simulated solve up to rounding.
     """
     mesh = agent_mesh() if mesh is None else mesh
-    if len(mesh.axis_names) != 1:
-        raise ValueError(f"mesh must be 1-D, got axes {mesh.axis_names}")
+    _check_mesh(mesh)
     axis = mesh.axis_names[0]
     if not isinstance(problem, Problem):
         raise TypeError(
@@ -238,8 +247,7 @@ def solve_clients_on_mesh(
     from jaxsolve.distributed.federated import num_clients
 
     mesh = agent_mesh(axis_name="clients") if mesh is None else mesh
-    if len(mesh.axis_names) != 1:
-        raise ValueError(f"mesh must be 1-D, got axes {mesh.axis_names}")
+    _check_mesh(mesh)
     axis = mesh.axis_names[0]
     n, num_devices = num_clients(data), mesh.shape[axis]
     if n % num_devices:

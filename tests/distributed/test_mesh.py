@@ -80,3 +80,8 @@ def test_mesh_bad_input(data):
         D.solve_on_mesh(solver, jnp.zeros((N, 10)), problem, mesh=D.agent_mesh(jax.devices()[:3]))
     with pytest.raises(ValueError, match="x0"):
         D.solve_on_mesh(solver, jnp.zeros((N + 1, 10)), problem)
+    # a list of devices for mesh failed with AttributeError on mesh.axis_names
+    with pytest.raises(TypeError, match="mesh must be a jax.sharding.Mesh"):
+        D.solve_on_mesh(solver, jnp.zeros((N, 10)), problem, mesh=jax.devices()[:2])
+    with pytest.raises(TypeError, match="mesh must be a jax.sharding.Mesh"):
+        D.solve_clients_on_mesh(solver, jnp.zeros(10), (A, b), mesh=jax.devices()[:2])
