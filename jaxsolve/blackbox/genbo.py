@@ -242,14 +242,24 @@ class UniformBox(eqx.Module):
         )
 
 
+def _in_states(x, n_states: int, log_prob):
+    """``log_prob`` where every state of the sequence lies in ``[0, n_states)``, else -inf
+    (probability zero: outside the support). A ``where``, so in-range values are exact."""
+    inside = jnp.all((x >= 0) & (x < n_states), axis=-1)
+    return jnp.where(inside, log_prob, -jnp.inf)
+
+
 class MeanFieldCategorical(eqx.Module):
     """Independent categorical positions: ``logits`` ``(length, n_states)``; samples are ints."""
 
     logits: jax.Array
 
     def log_prob(self, x):
+        r"""$\log q(x)$; $-\infty$ for a sequence holding a state outside
+        ``[0, n_states)`` (JAX's indexing clamped it to a valid state's probability, so
+        `GenBO.init` could not see an initial sequence outside the prior's support)."""
         lp = jax.nn.log_softmax(self.logits, axis=-1)
-        return jnp.sum(lp[jnp.arange(lp.shape[0]), x], axis=-1)
+        return _in_states(x, lp.shape[-1], jnp.sum(lp[jnp.arange(lp.shape[0]), x], axis=-1))
 
     def sample(self, key, n: int):
         return jax.random.categorical(key, self.logits, shape=(n,) + self.logits.shape[:-1])
@@ -278,16 +288,18 @@ class MarkovCategorical(eqx.Module):
     pair: jax.Array
 
     def log_prob(self, x):
+        r"""$\log q(x)$; $-\infty$ for a sequence holding a state outside
+        ``[0, n_states)`` (it was a clamped state's value or NaN)."""
         x = jnp.asarray(x)
         first = jax.nn.log_softmax(self.unary[0])[x[..., 0]]
         n_states = self.pair.shape[0]
         if x.ndim >= 2 and np.prod(x.shape[:-1]) >= n_states:
             table = jax.nn.log_softmax(self.unary[1:, None, :] + self.pair, -1)  # (L-1, S, S)
             lp = table[jnp.arange(x.shape[-1] - 1), x[..., :-1], x[..., 1:]]
-            return first + jnp.sum(lp, axis=-1)
+            return _in_states(x, n_states, first + jnp.sum(lp, axis=-1))
         logits = self.unary[1:] + self.pair[x[..., :-1]]  # (..., length - 1, n_states)
         lp = jnp.take_along_axis(jax.nn.log_softmax(logits, -1), x[..., 1:, None], -1)
-        return first + jnp.sum(lp[..., 0], axis=-1)
+        return _in_states(x, n_states, first + jnp.sum(lp[..., 0], axis=-1))
 
     def sample(self, key, n: int):
         k0, k1 = jax.random.split(key)

@@ -194,3 +194,22 @@ def _bo_state():
 def test_genbo_misfits_are_named(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+def test_a_sequence_outside_the_states_has_probability_zero():
+    """JAX's indexing clamped an out-of-range state to a valid one's probability (and
+    MarkovCategorical gave NaN), so GenBO.init took an initial sequence with state 5 of
+    3 as inside the prior's support. Now log q = -inf there, in-range values unchanged."""
+    mf = B.MeanFieldCategorical(jnp.log(jnp.array([[0.2, 0.3, 0.5]] * 4)))
+    mk = B.MarkovCategorical(jnp.zeros((4, 3)), jnp.zeros((3, 3)))
+    X = jnp.array([[0, 1, 2, 0], [0, 1, 5, 0], [0, -1, 2, 0]])
+    lp = mf.log_prob(X)
+    assert abs(float(lp[0]) - float(jnp.log(0.2 * 0.3 * 0.5 * 0.2))) < 1e-6
+    assert float(lp[1]) == float(lp[2]) == -float("inf")
+    for x in (X, jnp.tile(X, (2, 1))):  # both of MarkovCategorical's code paths
+        lq = mk.log_prob(x)
+        assert abs(float(lq[0]) - 4 * float(jnp.log(1 / 3))) < 1e-6
+        assert float(lq[1]) == float(lq[2]) == -float("inf")
+    bo = B.genbo(mf, loss="preference", batch_size=2, rounds=2, n_initial=3, fit_steps=2)
+    with pytest.raises(ValueError, match="outside the prior's support"):
+        bo.init(mk, X, jnp.zeros(3), jax.random.key(0))
