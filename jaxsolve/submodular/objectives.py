@@ -363,8 +363,17 @@ class SCM(eqx.Module):
         return self.value_from_z(self.modular(x))
 
     def value(self, S) -> Float[Array, ""]:
-        """$f(S)$ for a 0/1 or boolean indicator vector `S` of shape `(n,)` (checked)."""
+        """$f(S)$ for a 0/1 or boolean indicator vector `S` of shape `(n,)` (checked;
+        a concrete `S` with another entry is refused: it returned the extension $F(S)$,
+        which is not a set's value; call `extension` for fractional points)."""
         _check_items("S", S, self.n)
+        if is_concrete(S):
+            v = np.asarray(S)
+            if not np.all((v == 0) | (v == 1)):
+                raise ValueError(
+                    "S must be a 0/1 (or boolean) indicator of a set; for a fractional "
+                    "point x call f.extension(x)"
+                )
         return self.extension(jnp.asarray(S).astype(self.weights.dtype))
 
     def supergradient(self, x: Float[Array, " n"]) -> Float[Array, " n"]:

@@ -70,6 +70,8 @@ def _bcoo(row=0, value=1.0, dtype=jnp.float64):
         (lambda: sm.saturated_coverage(jnp.ones((3, 2)), -1.0), "cap must be non-negative"),
         (lambda: sm.saturated_coverage(jnp.ones((3, 2)), jnp.ones(5)), r"cap must be a scalar or"),
         (lambda: _F.value(jnp.zeros(4)), r"S must have shape \(6,\)"),
+        # a fractional S returned F(S), the extension, as if it were a set's value
+        (lambda: _F.value(jnp.full(N, 0.5)), "S must be a 0/1 .* f.extension"),
         (lambda: _F.extension(jnp.zeros(4)), r"x must have shape \(6,\)"),
         # constraints
         (lambda: sm.cardinality(0), "k must be a positive integer"),
