@@ -44,7 +44,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsolve.core.validation import is_concrete
+from jaxsolve.core.validation import check_int, check_key, is_concrete
 
 __all__ = [
     "RFF",
@@ -73,6 +73,9 @@ class RFF(NamedTuple):
 
 def rff_embedding(key, dim_in: int, D: int, bandwidth: float, dtype=jnp.float32) -> RFF:
     """Draw the features of the Gaussian kernel of width ``bandwidth`` ($\\sigma$)."""
+    check_key("key", key)
+    check_int("D", D)  # a float failed inside jax.random.normal's shape
+    check_int("dim_in", dim_in)
     if D < 1 or dim_in < 1 or not bandwidth > 0:
         raise ValueError(
             f"need D >= 1, dim_in >= 1, bandwidth > 0 (got {D}, {dim_in}, {bandwidth})"
@@ -86,6 +89,10 @@ def rff_embedding(key, dim_in: int, D: int, bandwidth: float, dtype=jnp.float32)
 def rff_features(features: RFF, z) -> jax.Array:
     """$\\varphi(z)$ for ``z`` ``(..., dim_in)``: ``(..., D)``."""
     D = features.phase.shape[0]
+    if jnp.shape(z)[-1:] != features.omega.shape[1:]:  # it failed inside the product
+        raise ValueError(
+            f"z must have shape (..., dim_in = {features.omega.shape[1]}), got {jnp.shape(z)}"
+        )
     return jnp.sqrt(2.0 / D) * jnp.cos(z @ features.omega.T + features.phase)
 
 
@@ -101,6 +108,10 @@ def occupancy_embedding(features: RFF, trajectories, gamma: float, mask=None) ->
     if not 0 <= gamma < 1:
         raise ValueError(f"gamma must be in [0, 1), got {gamma!r}")
     T = traj.shape[1]
+    if mask is not None and jnp.shape(mask) != traj.shape[:2]:
+        raise ValueError(
+            f"mask must have shape {traj.shape[:2]} (n_traj, T), got {jnp.shape(mask)}"
+        )
     disc = (1 - gamma) * gamma ** jnp.arange(T, dtype=traj.dtype)
     w = disc[None, :] if mask is None else disc[None, :] * jnp.asarray(mask, traj.dtype)
     phi = rff_features(features, traj)  # (n, T, D)
@@ -152,6 +163,9 @@ def fit_descriptors(embeddings, fitness, k: int, *, floor: float = 0.05, mask=No
     f = jnp.asarray(fitness, P.dtype)
     if P.ndim != 2 or f.shape != (P.shape[0],):
         raise ValueError(f"embeddings (n, D) and fitness (n,) expected, got {P.shape}, {f.shape}")
+    check_int("k", k)  # a float failed inside a slice
+    if not (np.isfinite(floor) and floor >= 0):  # a negative floor gave NaN descriptors
+        raise ValueError(f"floor must be non-negative and finite, got {floor!r}")
     if not 1 <= k <= P.shape[1]:
         raise ValueError(f"k must be in [1, D = {P.shape[1]}], got {k}")
     m = jnp.ones(f.shape, bool) if mask is None else jnp.asarray(mask, bool)
@@ -159,6 +173,12 @@ def fit_descriptors(embeddings, fitness, k: int, *, floor: float = 0.05, mask=No
         raise ValueError(f"mask must have shape {f.shape}, got {m.shape}")
     if is_concrete(f) and is_concrete(m) and not np.any(np.isfinite(np.asarray(f)[np.asarray(m)])):
         raise ValueError("fitness has no finite value (non-finite entries count as the worst)")
+    if (
+        is_concrete(P)
+        and is_concrete(m)
+        and not np.any(np.asarray(m) & np.all(np.isfinite(np.asarray(P)), axis=1))
+    ):  # every row left out: the descriptors were arbitrary axes, silently
+        raise ValueError("embeddings has no (unmasked) row that is finite")
     m = m & jnp.all(jnp.isfinite(P), axis=1)
     P = jnp.where(m[:, None], P, 0)
     ok = m & jnp.isfinite(f)
@@ -189,15 +209,22 @@ def vendi_score(X, bandwidth: float) -> jax.Array:
     X = jnp.asarray(X)
     if X.ndim != 2 or X.shape[0] == 0:
         raise ValueError(f"X must be a non-empty (n, d) matrix of points, got shape {X.shape}")
+    if is_concrete(X) and not np.all(np.isfinite(np.asarray(X))):  # the score was 1, silently
+        raise ValueError("X contains NaN or inf")
     if is_concrete(bandwidth) and not float(bandwidth) > 0:
         raise ValueError(f"bandwidth must be positive, got {bandwidth}")
     d2 = jnp.sum((X[:, None, :] - X[None, :, :]) ** 2, axis=-1)
     K = jnp.exp(-d2 / (2 * bandwidth**2)) / X.shape[0]
     lam = jnp.clip(jnp.linalg.eigvalsh(K), 0, None)
     ent = -jnp.sum(jnp.where(lam > 0, lam * jnp.log(jnp.where(lam > 0, lam, 1)), 0))
-    return jnp.exp(ent)
+    # a NaN eigenvalue fails `lam > 0` and dropped out: traced non-finite X gives NaN, not 1
+    return jnp.where(jnp.all(jnp.isfinite(X)), jnp.exp(ent), jnp.nan)
 
 
 def quality_vendi_score(X, fitness, bandwidth: float) -> jax.Array:
     """Vendi score times the mean fitness (the quality-weighted Vendi score)."""
+    if jnp.shape(fitness) != jnp.shape(X)[:1]:  # a mismatch averaged other points' fitness
+        raise ValueError(
+            f"fitness must have shape {jnp.shape(X)[:1]} (one per row of X), got {jnp.shape(fitness)}"
+        )
     return vendi_score(X, bandwidth) * jnp.mean(jnp.asarray(fitness))

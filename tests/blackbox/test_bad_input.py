@@ -213,3 +213,34 @@ def test_a_sequence_outside_the_states_has_probability_zero():
     bo = B.genbo(mf, loss="preference", batch_size=2, rounds=2, n_initial=3, fit_steps=2)
     with pytest.raises(ValueError, match="outside the prior's support"):
         bo.init(mk, X, jnp.zeros(3), jax.random.key(0))
+
+
+def test_autoqd_helpers_name_misfits_and_never_score_nan_as_one():
+    """vendi_score of points holding NaN returned 1.0 (the NaN eigenvalues fell out of the
+    entropy), quality_vendi_score averaged the fitness of other points when the shapes
+    differed, fit_descriptors with a negative floor returned NaN axes and with no finite
+    row arbitrary ones; key/D/k/shape misfits failed inside JAX."""
+    X = jax.random.normal(jax.random.key(1), (6, 3))
+    with pytest.raises(ValueError, match="X contains NaN"):
+        B.vendi_score(X.at[0, 0].set(jnp.nan), 1.0)
+    traced = jax.jit(B.vendi_score, static_argnums=1)(X.at[0, 0].set(jnp.nan), 1.0)
+    assert jnp.isnan(traced)
+    assert float(jax.jit(B.vendi_score, static_argnums=1)(X, 1.0)) == float(B.vendi_score(X, 1.0))
+    with pytest.raises(ValueError, match=r"fitness must have shape \(6,\)"):
+        B.quality_vendi_score(X, jnp.ones(3), 1.0)
+    E = jax.random.normal(jax.random.key(2), (10, 8))
+    with pytest.raises(ValueError, match="floor must be non-negative"):
+        B.fit_descriptors(E, jnp.arange(10.0), 2, floor=-1.0)
+    with pytest.raises(ValueError, match="no .* row that is finite"):
+        B.fit_descriptors(jnp.full((10, 8), jnp.nan), jnp.arange(10.0), 2)
+    with pytest.raises(ValueError, match="k must be an int"):
+        B.fit_descriptors(E, jnp.arange(10.0), 2.5)
+    with pytest.raises(TypeError, match="key must be a jax.random key"):
+        B.rff_embedding(0, 2, 8, 1.0)
+    with pytest.raises(ValueError, match="D must be an int"):
+        B.rff_embedding(jax.random.key(0), 2, 8.5, 1.0)
+    feats = B.rff_embedding(jax.random.key(0), 2, 8, 1.0)
+    with pytest.raises(ValueError, match=r"z must have shape \(\.\.\., dim_in = 2\)"):
+        B.occupancy_embedding(feats, jnp.ones((3, 5, 3)), 0.9)
+    with pytest.raises(ValueError, match=r"mask must have shape \(3, 5\)"):
+        B.occupancy_embedding(feats, jnp.ones((3, 5, 2)), 0.9, mask=jnp.ones((3, 4)))
