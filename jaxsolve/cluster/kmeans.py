@@ -339,7 +339,7 @@ fusion emitters (the option is ignored on other backends).
 The program is some 500 small kernels (the Newton step's structured Hessian, secular
 search and retractions on ``n x r`` arrays), and LLVM's time on the fusion emitters'
 code was most of a first call. Measured on iris (``bench/results/compile.md``, 2 cores,
-float64, fresh processes): a first call 6.4 -> 3.6 CPU s (its compilation 6.0 -> 3.5),
+float64, fresh processes): a first call 6.2 -> 3.6 CPU s (its compilation 6.0 -> 3.5),
 and the steady-state call no slower (same-process A/B: iris 0.89x, wine 0.94x,
 breast_cancer 1.01x); labels, inertia and step counts unchanged in float64, the
 relaxation's iterate equal to 1e-12 (another reduction order)."""
