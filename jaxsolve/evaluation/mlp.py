@@ -25,8 +25,9 @@ unit $(r, m)$ of the concatenated hidden layers at epoch $t$ is kept when the fi
 output word of Threefry keyed by two words drawn from the call's key, at counter
 $(r n + m, t)$, is at least $\lfloor p\,2^{32} \rceil$ (keep probability $1 - p$ to
 within $2^{-32}$). ``jax.random.uniform``'s masks (Threefry too, but compiled by
-XLA:CPU as a loop over rounds, an array pass per round) took 11 of a 21 ms epoch at
-$n = 4600$; these take about 1 ms. The masks are a function of the key alone, so
+XLA:CPU as a loop over rounds, an array pass per round) took about 9 of a 17 ms
+epoch at $n = 4600$, $K = 100$; these take about 1-1.8 ms (the forward and backward
+passes each recompute them inside their fusions, which costs less than storing them). The masks are a function of the key alone, so
 runs are reproducible and ``vmap`` over keys gives each lane its own stream.
 """
 
