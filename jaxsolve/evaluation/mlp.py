@@ -27,8 +27,9 @@ $(r n + m, t)$, is at least $\lfloor p\,2^{32} \rceil$ (keep probability $1 - p$
 within $2^{-32}$). ``jax.random.uniform``'s masks (Threefry too, but compiled by
 XLA:CPU as a loop over rounds, an array pass per round) took about 9 of a 17 ms
 epoch at $n = 4600$, $K = 100$; these take about 1-1.8 ms (the forward and backward
-passes each recompute them inside their fusions; storing them once was not faster). The masks are a function of the key alone, so
-runs are reproducible and ``vmap`` over keys gives each lane its own stream.
+passes each recompute them inside their fusions; storing them once was not faster).
+The masks are a function of the key alone, so runs are reproducible and ``vmap`` over
+keys gives each lane its own stream.
 """
 
 from __future__ import annotations
