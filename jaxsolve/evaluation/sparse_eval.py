@@ -6,7 +6,13 @@ code (``methods/gd_cluster_mlp.py``):
 
 1. Split the models (seeded) into train / validation / test.
 2. Initial anchors: k-means over the item vectors of the training models
-   (`jaxsolve.evaluation.anchors`), or random items (``init="random"``).
+   (`jaxsolve.evaluation.anchors`), random items (``init="random"``), or the
+   user's (``init_anchors=``). The reference code clusters the items over *all*
+   models, test models included: their answers then help choose the anchors, a leak
+   that flatters its test MAE. The default clusters the training models only; a
+   caller who wants the reference's protocol computes that start itself
+   (``kmeans_anchors(Y, K, key)`` on every model) and passes it as
+   ``init_anchors`` (``bench/evaluation_torch.py`` does).
 3. ``rounds`` refinement rounds. Each trains the proxy MLP $f$ on the anchor
    columns of the training models (``epochs`` full-batch Adam steps,
    `jaxsolve.evaluation.mlp`), then swaps one anchor:
@@ -18,7 +24,12 @@ code (``methods/gd_cluster_mlp.py``):
      $\mathrm{CIS}_j = |\sum_m (Y_{mj} - \tfrac12)(f(X_m) - y_m)|$, the item whose
      centred answers best explain the proxy's residual.
 
-   The anchor set (of the ``rounds + 1`` trained) with the least validation MAE is kept.
+   Which anchor set is kept (``keep``): ``"best"`` (default), the one of least
+   validation MAE among the ``rounds + 1`` trained (a proxy is trained after the last
+   swap too), so a swap that hurts is undone, at the cost of one more proxy and of
+   a choice made on a noisy validation MAE (200 models); or ``"last"``, the set
+   after the last swap, as the reference code keeps it (no validation, ``rounds``
+   proxies).
 4. The final predictor: up to ``final_epochs`` epochs, checked every
    ``check_every``; a checkpoint is kept when validation MSE and Kendall $\tau$
    both improve; training stops after ``patience`` checks without one.
@@ -71,8 +82,12 @@ class Diagnostics(NamedTuple):
         train_mae, val_mae, test_mae: MAE of the final predictor per split.
         val_tau, test_tau: Kendall's tau_b between predicted and true accuracies.
         test_coverage: fraction of test models inside their interval.
-        round_val_mae: ``(rounds + 1,)`` validation MAE of each round's proxy.
-        best_round: index of the anchor set kept.
+        round_val_mae: validation MAE of each round's proxy: ``(rounds + 1,)``, or
+            ``(rounds,)`` with ``keep="last"`` (no proxy after the last swap).
+        best_round: index of the anchor set kept (its number of swaps: ``rounds``
+            with ``keep="last"``).
+        round_anchors: ``(rounds + 1, K)`` the anchor set of each round (row ``i``
+            after ``i`` swaps; row ``best_round`` is the one kept).
         checks_run: final-training checks run before early stopping.
     """
 
@@ -85,6 +100,7 @@ class Diagnostics(NamedTuple):
     round_val_mae: jax.Array
     best_round: jax.Array
     checks_run: jax.Array
+    round_anchors: jax.Array
 
 
 class SparseEvalResult(NamedTuple):
@@ -155,14 +171,16 @@ def importance_scores(params, X, y, Y, anchors, active, dropout: float = 0.1):
     return ais, jnp.where(in_set, -1.0, cis)
 
 
-def _pipeline(Y, y, tr, va, te, k, key, lr, *, k_max, cfg):
-    rounds, epochs, final_epochs, check_every, patience, hidden, dropout, init, alpha = cfg
+def _pipeline(Y, y, tr, va, te, k, key, lr, a0=None, *, k_max, cfg):
+    rounds, epochs, final_epochs, check_every, patience, hidden, dropout, init, alpha, keep = cfg
     dtype = Y.dtype
     n_items = Y.shape[1]
     active = (jnp.arange(k_max) < k).astype(dtype)
     Ytr, ytr, Yva, yva = Y[tr], y[tr], Y[va], y[va]
     k_init, k_rounds, k_final = jax.random.split(key, 3)
-    if init == "kmeans":
+    if init == "given":
+        anchors = a0
+    elif init == "kmeans":
         anchors, _ = kmeans_anchors(Ytr, k, k_init, k_max=k_max)
     else:
         anchors = random_anchors(n_items, k, k_init, k_max=k_max)
@@ -183,11 +201,18 @@ def _pipeline(Y, y, tr, va, te, k, key, lr, *, k_max, cfg):
         swapped = anchors.at[jnp.argmin(ais)].set(jnp.argmax(cis))
         return jnp.where(i < rounds, swapped, anchors), (anchors, val)
 
-    _, (history, round_val) = jax.lax.scan(
-        round_, anchors, (jnp.arange(rounds + 1), kp[:-1], kt[:-1])
-    )
-    best_round = jnp.argmin(round_val)
-    anchors = history[best_round]
+    if keep == "last":  # the reference's: the set after the last swap, no proxy on it
+        anchors, (history, round_val) = jax.lax.scan(
+            round_, anchors, (jnp.arange(rounds), kp[:rounds], kt[:rounds])
+        )
+        history = jnp.concatenate([history, anchors[None]])
+        best_round = jnp.int32(rounds)
+    else:
+        _, (history, round_val) = jax.lax.scan(
+            round_, anchors, (jnp.arange(rounds + 1), kp[:-1], kt[:-1])
+        )
+        best_round = jnp.argmin(round_val)
+        anchors = history[best_round]
 
     # final training with validation early stopping
     params, kt = init_mlp(kp[-1], k_max, hidden, dtype, fan_in=k), kt[-1]
@@ -246,6 +271,7 @@ def _pipeline(Y, y, tr, va, te, k, key, lr, *, k_max, cfg):
         round_val_mae=round_val,
         best_round=best_round.astype(jnp.int32),
         checks_run=runs,
+        round_anchors=jnp.where(active > 0, history, -1),
     )
     anchors = jnp.where(active > 0, anchors, -1)
     return anchors, params, scale, diag
@@ -264,9 +290,12 @@ _pipeline_jit = jax.jit(_pipeline, static_argnames=("k_max", "cfg"))
 _sweep_jit = jax.jit(_sweep, static_argnames=("k_max", "cfg"))
 
 _INITS = ("kmeans", "random")
+_KEEPS = ("best", "last")
 
 
-def _config(rounds, epochs, final_epochs, check_every, patience, hidden, dropout, init, alpha):
+def _config(
+    rounds, epochs, final_epochs, check_every, patience, hidden, dropout, init, alpha, keep="best"
+):
     for name, v in (
         ("rounds", rounds),
         ("epochs", epochs),
@@ -293,6 +322,8 @@ def _config(rounds, epochs, final_epochs, check_every, patience, hidden, dropout
         raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    if not isinstance(keep, str) or keep not in _KEEPS:
+        raise ValueError(f"keep must be one of {_KEEPS}, got {keep!r}")
     return (
         int(rounds),
         int(epochs),
@@ -303,7 +334,25 @@ def _config(rounds, epochs, final_epochs, check_every, patience, hidden, dropout
         float(dropout),
         init,
         float(alpha),
+        keep,
     )
+
+
+def _check_init_anchors(init_anchors, K: int, n_items: int):
+    """``K`` distinct item indices in ``[0, n_items)``, as an int32 array."""
+    a = np.asarray(init_anchors)
+    if a.shape != (K,) or not np.issubdtype(a.dtype, np.integer):
+        raise ValueError(
+            f"init_anchors must be a vector of K = {K} ints (item indices), got {a.dtype} "
+            f"of shape {a.shape}"
+        )
+    if a.min() < 0 or a.max() >= n_items:
+        raise ValueError(
+            f"init_anchors must lie in [0, {n_items}) (the items of Y), got [{a.min()}, {a.max()}]"
+        )
+    if np.unique(a).size != K:
+        raise ValueError("init_anchors must be distinct items (no repeats)")
+    return jnp.asarray(a.astype(np.int64))  # the default int, as the k-means start's
 
 
 def _check_lr(lr) -> None:
@@ -373,6 +422,8 @@ def sparse_eval(
     alpha: float = 0.1,
     split_key: jax.Array | None = None,
     split: tuple | None = None,
+    keep: str = "best",
+    init_anchors=None,
 ) -> SparseEvalResult:
     r"""Select ``K`` anchors of the correctness matrix ``Y`` and fit the accuracy predictor.
 
@@ -392,12 +443,32 @@ def sparse_eval(
         split: an explicit ``(train, val, test)`` triple of model indices instead (for
             transfer tests: test models from a family no training model is from);
             disjoint ints in ``[0, n_models)``, train of 2 or more.
+        keep: which refinement round's anchors are kept: ``"best"`` (default, the
+            least validation MAE over the ``rounds + 1`` proxies; undoes harmful
+            swaps) or ``"last"`` (after the last swap, as the reference code does;
+            one proxy fewer, no choice made on the noisy validation MAE).
+        init_anchors: ``K`` distinct item indices to start the swaps from, instead
+            of ``init``'s (leave ``init`` at its default then); with ``rounds=0`` and
+            ``keep="last"`` or ``"best"`` they are the anchors returned. To
+            reproduce the reference code, pass k-means anchors of *all* models
+            (``kmeans_anchors(Y, K, key)[0]``); that lets the test models' answers
+            choose the anchors (a leak: the test MAE is then optimistic), which the
+            default start, on the training models only, avoids.
 
     Defaults are the reference code's. Every argument is checked before compiling
     (``Y`` by `check_matrix`, keys, ``K``, ``lr > 0``, the counts, ``hidden``'s
     widths, ``split``); errors name the argument. Returns a `SparseEvalResult`.
     """
-    cfg = _config(rounds, epochs, final_epochs, check_every, patience, hidden, dropout, init, alpha)
+    if init_anchors is not None:
+        if init != "kmeans":
+            raise ValueError(
+                f"init_anchors replaces init's start: give one of them, got init={init!r} too"
+            )
+    cfg = _config(
+        rounds, epochs, final_epochs, check_every, patience, hidden, dropout, init, alpha, keep
+    )
+    if init_anchors is not None:
+        cfg = cfg[:7] + ("given",) + cfg[8:]
     check_key("key", key)
     _check_lr(lr)
     if split_key is not None:
@@ -409,8 +480,9 @@ def sparse_eval(
         Y, y, _ = _prepare(Y, (K,), 1, 1, split_key)
         split = _check_split(split, Y.shape[0])
     tr, va, te = (jnp.asarray(s) for s in split)
+    a0 = None if init_anchors is None else _check_init_anchors(init_anchors, int(K), Y.shape[1])
     anchors, params, scale, diag = _pipeline_jit(
-        Y, y, tr, va, te, jnp.int32(K), key, jnp.asarray(lr, Y.dtype), k_max=int(K), cfg=cfg
+        Y, y, tr, va, te, jnp.int32(K), key, jnp.asarray(lr, Y.dtype), a0, k_max=int(K), cfg=cfg
     )
     return SparseEvalResult(anchors, params, scale, cfg[-1], diag, split)
 
@@ -451,6 +523,7 @@ def sparse_eval_sweep(Y, Ks, keys, *, split_key=None, **options) -> SparseEvalRe
         dropout=0.1,
         init="kmeans",
         alpha=0.1,
+        keep="best",
     )
     unknown = set(options) - set(defaults)
     if unknown:
