@@ -457,7 +457,7 @@ def sparse_eval(
 
     Defaults are the reference code's. Every argument is checked before compiling
     (``Y`` by `check_matrix`, keys, ``K``, ``lr > 0``, the counts, ``hidden``'s
-    widths, ``split``); errors name the argument. Returns a `SparseEvalResult`.
+    widths, ``split``, ``keep``, ``init_anchors``); errors name the argument. Returns a `SparseEvalResult`.
     """
     if init_anchors is not None:
         if init != "kmeans":
@@ -494,7 +494,9 @@ def sparse_eval_sweep(Y, Ks, keys, *, split_key=None, **options) -> SparseEvalRe
     ``keys[0]``), so the lanes are comparable. Anchor slots are padded to
     ``max(Ks)``: lane ``i``'s first ``Ks[i]`` anchors are its own and the rest are
     ``-1``. Lane ``i`` equals ``sparse_eval(Y, Ks[i], keys[i], split_key=split_key)``
-    up to rounding. Returns a stacked `SparseEvalResult`.
+    up to rounding. ``options`` are `sparse_eval`'s keywords (``keep`` included),
+    except ``split`` and ``init_anchors`` (per-lane starts are not supported: their
+    ``K`` differ). Returns a stacked `SparseEvalResult`.
     """
     Ks = list(Ks)
     keys = list(keys)
