@@ -310,10 +310,11 @@ def main(argv=None):
         f"{sched['patience']}"
         + ("" if full else " (a shortened schedule, the same for both sides)")
         + ". The reference's 10 repeats run in one process after its seed-42 import, as its "
-        "`main` loop runs them; ours uses keys 42, 43, ... Ours runs under two protocols "
-        "(see the script's docstring): the library's defaults, and the reference's "
-        f"(`init_anchors=` k-means anchors of all {n_models} models, test models included, and "
-        '`keep="last"`).'
+        "`main` loop runs them; ours uses keys 42, 43, ... Ours runs under the library's "
+        'defaults (`ours`) and under the reference\'s protocol (`keep="last"` and an '
+        f"`init_anchors=` start clustered over all {n_models} models, test models included): "
+        "ours' k-means per key (`ours_ref`), or the reference's own sklearn start shared by "
+        "the keys (`ours_ref_sk`); see the script's docstring."
         + (f" Rows of {', '.join(reused)} reused from `{a.reuse}`." if reused else ""),
         "",
         "## Targets (issue 32)",
