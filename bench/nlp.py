@@ -116,9 +116,12 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default=None)
     ap.add_argument("--batch", type=int, default=0, help="vmapped batch size (0: skip)")
+    ap.add_argument(
+        "--compact", type=int, default=5, help="--batch: compaction rounds (0: skip that run)"
+    )
     a = ap.parse_args(argv)
     if a.batch:
-        return batch_section(a.batch, a.out)
+        return batch_section(a.batch, a.out, a.compact)
     n = 10 if a.quick else a.n
     prob = problems.unicycle(T)
     scen = [problems.unicycle_data(jax.random.key(s)) for s in range(n)]
@@ -196,8 +199,10 @@ def main(argv=None):
     write_results("nlp", "\n".join(lines) + "\n", quick=a.quick, out=a.out)
 
 
-def batch_section(B: int, out=None):
-    """One jit(vmap) call over B scenarios against B single solves (see the module)."""
+def batch_section(B: int, out=None, compact: int = 5):
+    """One jit(vmap) call over B scenarios against B single solves (see the module);
+    ``compact`` > 0 also times `solve_batch(..., compact=compact)` (twice: its first call
+    compiles every batch width), 0 skips it (the large batches)."""
     prob = problems.unicycle(T)
     keys = jax.random.split(jax.random.key(0), B)
     scen = jax.vmap(problems.unicycle_data)(keys)
@@ -211,20 +216,28 @@ def batch_section(B: int, out=None):
     t0 = time.perf_counter()
     sol = jax.block_until_ready(compiled(starts, scen))
     wall = time.perf_counter() - t0
-    # the same batch with straggler compaction (rounds of 5 steps from the host, the
-    # running lanes gathered into narrower batches): first call compiles every width
-    run_c = lambda: solve_batch(solver, starts, scen, tol=TOL, max_steps=150, compact=5)
-    t0 = time.perf_counter()
-    jax.block_until_ready(run_c())
-    compact_first = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    sol_c = jax.block_until_ready(run_c())
-    compact_wall = time.perf_counter() - t0
-    compact_same = bool(
-        np.array_equal(np.asarray(sol_c.num_steps), np.asarray(sol.num_steps))
-        and np.array_equal(np.asarray(sol_c.status), np.asarray(sol.status))
-    )
-    compact_dx = float(jnp.max(jnp.abs(sol_c.x - sol.x)))
+    # the same batch with straggler compaction (rounds of `compact` steps from the host,
+    # the running lanes gathered into narrower batches): first call compiles every width
+    compact_row = []
+    if compact:
+        run_c = lambda: solve_batch(solver, starts, scen, tol=TOL, max_steps=150, compact=compact)
+        t0 = time.perf_counter()
+        jax.block_until_ready(run_c())
+        compact_first = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        sol_c = jax.block_until_ready(run_c())
+        compact_wall = time.perf_counter() - t0
+        compact_same = bool(
+            np.array_equal(np.asarray(sol_c.num_steps), np.asarray(sol.num_steps))
+            and np.array_equal(np.asarray(sol_c.status), np.asarray(sol.status))
+        )
+        compact_dx = float(jnp.max(jnp.abs(sol_c.x - sol.x)))
+        compact_row = [
+            f"| compacted batch (`solve_batch(..., compact={compact})`): wall, first call (s) | "
+            f"{compact_wall:.2f}, {compact_first:.1f} |",
+            f"| compacted: same statuses and steps as the plain batch; largest abs difference "
+            f"in x | {compact_same}; {compact_dx:.1e} |",
+        ]
     single = jax.jit(one)
     jax.block_until_ready(single(starts[0], jax.tree.map(lambda a: a[0], scen)))
     same_status = same_steps = solved = 0
@@ -243,7 +256,7 @@ def batch_section(B: int, out=None):
     lines = [
         f"# SQP batch: {B} unicycle scenarios in one jit(vmap) call (T = {T})",
         "",
-        f"`python bench/nlp.py --batch {B}` on {datetime.date.today()}, float64, "
+        f"`python bench/nlp.py --batch {B}{'' if compact == 5 else f' --compact {compact}'}` on {datetime.date.today()}, float64, "
         f"{jax.device_count()} {jax.default_backend()} device(s); KKT tol {TOL}; "
         "scenarios `unicycle_data(split(key(0), B)[i])`, started as the main table's.",
         "",
@@ -254,10 +267,7 @@ def batch_section(B: int, out=None):
         f"| batch wall (s) | {wall:.2f} |",
         f"| per problem, batched (s) | {wall / B:.4f} |",
         f"| per problem, the same solves one by one (s) | {loop_s / B:.4f} |",
-        f"| compacted batch (`solve_batch(..., compact=5)`): wall, first call (s) | "
-        f"{compact_wall:.2f}, {compact_first:.1f} |",
-        f"| compacted: same statuses and steps as the plain batch; largest abs difference "
-        f"in x | {compact_same}; {compact_dx:.1e} |",
+        *compact_row,
         f"| SQP steps: median / max | {np.median(steps):.0f} / {steps.max()} |",
         f"| lanes with the loop's status | {same_status}/{B} |",
         f"| lanes with the loop's step count | {same_steps}/{B} |",
