@@ -59,6 +59,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsolve.core.protocol import AbstractSolver, hyper
+from jaxsolve.core.random import threefry2x32
 from jaxsolve.core.status import Status
 from jaxsolve.core.validation import check_floating, check_key, check_shape
 
@@ -273,27 +274,6 @@ def ndtri(p):
         _horner(e, t - 5.0) / _horner(f, t - 5.0),
     )
     return jnp.where(jnp.abs(q) <= 0.425, central, jnp.where(q < 0, -tail, tail))
-
-
-def _rotl(x, r):
-    return (x << np.uint32(r)) | (x >> np.uint32(32 - r))
-
-
-def threefry2x32(k0, k1, c0, c1):
-    """Threefry-2x32 with 20 rounds (Salmon et al., SC 2011; JAX's default PRNG) on
-    uint32 key words ``k0, k1`` and counter arrays ``c0, c1``, written out round by round
-    so that XLA fuses it into one loop (XLA:CPU lowers JAX's own threefry as a rolled
-    loop, an array pass per round). Checked against Random123's known answers."""
-    ks = (k0, k1, k0 ^ k1 ^ np.uint32(0x1BD11BDA))
-    x0, x1 = c0 + ks[0], c1 + ks[1]
-    rotations = ((13, 15, 26, 6), (17, 29, 16, 24))
-    for i in range(5):
-        for r in rotations[i % 2]:
-            x0 = x0 + x1
-            x1 = _rotl(x1, r) ^ x0
-        x0 = x0 + ks[(i + 1) % 3]
-        x1 = x1 + ks[(i + 2) % 3] + np.uint32(i + 1)
-    return x0, x1
 
 
 def standard_normal(key, shape, dtype) -> jax.Array:

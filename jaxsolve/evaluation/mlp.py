@@ -42,6 +42,8 @@ import numpy as np
 import optax
 from jax import lax
 
+from jaxsolve.core.random import threefry2x32
+
 __all__ = ["init_mlp", "apply_mlp", "mse", "train_mlp", "dropout_keep"]
 
 
@@ -96,29 +98,6 @@ def _uniforms(keys, shapes, dtype):
     return [flat[j, :n].reshape(s) for j, (n, s) in enumerate(zip(sizes, shapes, strict=True))]
 
 
-def _rotl(x, r):
-    return (x << np.uint32(r)) | (x >> np.uint32(32 - r))
-
-
-def _threefry2x32(k0, k1, c0, c1):
-    """Threefry-2x32, 20 rounds (Salmon et al., SC 2011; JAX's default generator), on
-    uint32 key words ``k0, k1`` and counter arrays ``c0, c1``, round by round so that
-    XLA fuses it into its consumer (XLA:CPU compiles JAX's own as a loop over rounds,
-    an array pass each). Equals ``jax.extend.random.threefry_2x32`` (tested); the same
-    function as `jaxsolve.blackbox.cma_es.threefry2x32`, kept here because
-    ``evaluation`` imports no other family."""
-    ks = (k0, k1, k0 ^ k1 ^ np.uint32(0x1BD11BDA))
-    x0, x1 = c0 + ks[0], c1 + ks[1]
-    rotations = ((13, 15, 26, 6), (17, 29, 16, 24))
-    for i in range(5):
-        for r in rotations[i % 2]:
-            x0 = x0 + x1
-            x1 = _rotl(x1, r) ^ x0
-        x0 = x0 + ks[(i + 1) % 3]
-        x1 = x1 + ks[(i + 2) % 3] + np.uint32(i + 1)
-    return x0, x1
-
-
 def _key_words(key):
     """Two uint32 words from ``key`` (any ``jax.random`` key type): the Threefry key of
     the dropout masks."""
@@ -129,7 +108,7 @@ def dropout_keep(words, step, widths, n: int, dropout: float):
     r"""Keep masks ``[(w, n) for w in widths]`` (feature-major) of one training step.
 
     Unit $(r, m)$, $r$ counted over the concatenated layers, is kept when word 0 of
-    `_threefry2x32` with key ``words`` and counter $(r n + m, \text{step})$ is at least
+    `jaxsolve.core.random.threefry2x32` with key ``words`` and counter $(r n + m, \text{step})$ is at least
     $\lfloor p\,2^{32} \rceil$. ``step`` may be traced (a uint32 or int).
     """
     if n * sum(widths) >= 2**32:
@@ -139,7 +118,7 @@ def dropout_keep(words, step, widths, n: int, dropout: float):
     out, offset = [], 0
     for w in widths:
         c = jnp.arange(w * n, dtype=jnp.uint32).reshape(w, n) + np.uint32(offset)
-        x0, _ = _threefry2x32(words[0], words[1], c, jnp.broadcast_to(step, c.shape))
+        x0, _ = threefry2x32(words[0], words[1], c, jnp.broadcast_to(step, c.shape))
         out.append(x0 >= t)
         offset += w * n
     return out

@@ -254,7 +254,8 @@ def test_standard_normal_threefry_and_ndtri_against_references():
     pass moment and Kolmogorov-Smirnov checks (float32 goes to jax.random.normal)."""
     from scipy import special, stats
 
-    from jaxsolve.blackbox.cma_es import ndtri, standard_normal, threefry2x32
+    from jaxsolve.blackbox.cma_es import ndtri, standard_normal
+    from jaxsolve.core.random import threefry2x32
 
     kat = [  # (key, counter) -> output, Random123's kat_vectors for threefry2x32_20
         ((0, 0), (0, 0), (0x6B200159, 0x99BA4EFE)),
