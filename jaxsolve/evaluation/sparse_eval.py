@@ -338,21 +338,32 @@ def _config(
     )
 
 
+def _index_vector(name: str, v, bound: int, what: str, size: int | None = None):
+    """``v`` as an int64 NumPy vector of indices in ``[0, bound)`` (``bound`` counts
+    ``what``), non-empty, of length ``size`` when given; else a ValueError naming it."""
+    a = np.asarray(v)
+    if (
+        a.ndim != 1
+        or a.size == 0
+        or not np.issubdtype(a.dtype, np.integer)
+        or (size is not None and a.size != size)
+    ):
+        want = "a non-empty vector of ints" if size is None else f"a vector of K = {size} ints"
+        raise ValueError(f"{name} must be {want}, got {a.dtype} of shape {a.shape}")
+    if a.min() < 0 or a.max() >= bound:
+        raise ValueError(
+            f"{name} must lie in [0, {bound}) (the {what} of Y), got [{a.min()}, {a.max()}]"
+        )
+    return a.astype(np.int64)
+
+
 def _check_init_anchors(init_anchors, K: int, n_items: int):
-    """``K`` distinct item indices in ``[0, n_items)``, as an int32 array."""
-    a = np.asarray(init_anchors)
-    if a.shape != (K,) or not np.issubdtype(a.dtype, np.integer):
-        raise ValueError(
-            f"init_anchors must be a vector of K = {K} ints (item indices), got {a.dtype} "
-            f"of shape {a.shape}"
-        )
-    if a.min() < 0 or a.max() >= n_items:
-        raise ValueError(
-            f"init_anchors must lie in [0, {n_items}) (the items of Y), got [{a.min()}, {a.max()}]"
-        )
+    """``K`` distinct item indices in ``[0, n_items)``, as a default-int JAX array (the
+    k-means start's dtype)."""
+    a = _index_vector("init_anchors", init_anchors, n_items, "items", size=K)
     if np.unique(a).size != K:
         raise ValueError("init_anchors must be distinct items (no repeats)")
-    return jnp.asarray(a.astype(np.int64))  # the default int, as the k-means start's
+    return jnp.asarray(a)
 
 
 def _check_lr(lr) -> None:
@@ -367,20 +378,10 @@ def _check_split(split, n_models: int) -> tuple:
     """An explicit (train, val, test): disjoint integer indices in [0, n_models)."""
     if not isinstance(split, tuple | list) or len(split) != 3:
         raise ValueError("split must be (train, val, test) index arrays, train of 2 or more")
-    parts = []
-    for name, part in zip(("train", "val", "test"), split, strict=True):
-        a = np.asarray(part)
-        if a.ndim != 1 or a.size == 0 or not np.issubdtype(a.dtype, np.integer):
-            raise ValueError(
-                f"split's {name} indices must be a non-empty vector of ints, got {a.dtype} "
-                f"of shape {a.shape}"
-            )
-        if a.min() < 0 or a.max() >= n_models:
-            raise ValueError(
-                f"split's {name} indices must lie in [0, {n_models}) (the models of Y), "
-                f"got [{a.min()}, {a.max()}]"
-            )
-        parts.append(a.astype(np.int64))
+    parts = [
+        _index_vector(f"split's {name} indices", part, n_models, "models")
+        for name, part in zip(("train", "val", "test"), split, strict=True)
+    ]
     if len(parts[0]) < 2:
         raise ValueError("split must be (train, val, test) index arrays, train of 2 or more")
     allidx = np.concatenate(parts)
