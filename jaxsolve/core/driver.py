@@ -24,7 +24,7 @@ import numpy as np
 
 from jaxsolve.core.adjoint import Implicit, Unrolled, implicit_solution, resolve_adjoint
 from jaxsolve.core.implicit import custom_root
-from jaxsolve.core.protocol import Packed, check_solver, pack, solver_attr
+from jaxsolve.core.protocol import Packed, check_solver, pack, run_check_args, solver_attr
 from jaxsolve.core.status import Status, status_counts, status_message
 from jaxsolve.core.validation import check_floating, check_nonempty, is_concrete
 
@@ -460,6 +460,8 @@ def solve(
             `Solver` of plain functions, a family's factory output.
         x0: initial iterate (any pytree of floating arrays).
         args: problem data (a pytree of arrays; vmapped, sharded, differentiated).
+            A solver's optional ``check_args(x0, args)`` hook sees them first, in
+            Python, before compilation (`jaxsolve.core.protocol`).
         tol: tolerance on ``state.error``; default by dtype (`default_tol`).
         max_steps: step budget (a Python int >= 1).
         loop: ``"while"`` (``lax.while_loop``; under ``vmap`` finished lanes are frozen,
@@ -495,6 +497,7 @@ def solve(
         raise ValueError(f"loop must be 'while' or 'fixed', got {loop!r}")
     check_nonempty("x0", x0)
     check_floating("x0", x0)
+    run_check_args(solver, x0, args)
     if tol is None:
         tol = default_tol(x0)
     elif is_concrete(tol):

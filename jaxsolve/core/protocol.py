@@ -7,6 +7,7 @@ A solver is any object with ``init`` and ``step`` (and optionally ``finalize`` a
     state, info = solver.step(state, args)           # -> (State, Info)
     state = solver.finalize(state, args, converged)  # optional, once, after the loop
     residual = solver.optimality(x, args)            # optional: zero at a solution
+    solver.check_args(x0, args)                      # optional: eager data check
 
 Two shapes are first-class and pass the same contract (`jaxsolve.testing`):
 
@@ -38,6 +39,13 @@ pytree), ``iter_num`` (int32 scalar), ``error`` (the solver's own optimality
 measure, a real scalar) and ``status`` (int32 scalar, see `Status`).
 Structure, shapes and dtypes never change between ``init`` and ``step``, so the
 driver can run it in ``lax.while_loop``/``lax.scan``.
+
+``check_args(x0, args)`` is the one hook that runs outside the trace: `jaxsolve.solve`
+calls it in Python before compiling, with the data as the user passed them (concrete
+arrays in an eager call, tracers inside a user's ``jit``), so a solver can reject data
+it would otherwise solve to a wrong answer with SUCCESS (value checks a trace cannot
+make, e.g. labels that must be $\pm1$). It returns nothing and raises ``ValueError``
+naming the argument; it must skip tracers (`jaxsolve.core.validation.is_concrete`).
 
 Run-time options (``solve(..., options=...)``) reach ``step`` as the keyword
 ``options`` (a dict), and only when given; a solver that takes none need not
@@ -270,6 +278,19 @@ def solver_attr(solver, name: str):
     if isinstance(target, eqx.Module):
         return getattr(type(target), name, None)
     return getattr(target, name, None)
+
+
+def run_check_args(solver, x0, args) -> None:
+    """Call the solver's optional ``check_args(x0, args)`` hook (see the module docstring);
+    a no-op for a solver without one."""
+    target = solver.unpack() if isinstance(solver, Packed) else solver
+    hook = solver_attr(target, "check_args")
+    if hook is None:
+        return
+    if isinstance(target, eqx.Module):
+        hook(target, x0, args)  # solver_attr returns the class's function, unbound
+    else:
+        hook(x0, args)
 
 
 def check_solver(solver) -> None:

@@ -112,6 +112,13 @@ class DecentralizedSolver(jaxsolve.AbstractSolver):
     reg: Any = eqx.field(static=True)
     comm: Any = eqx.field(static=True)
 
+    def check_args(self, x0, args) -> None:
+        """The loss's value checks of the agents' data (``check_data``: labels of
+        `Logistic`, `SmoothedHinge`), run by `jaxsolve.solve` before tracing."""
+        check = getattr(self.loss, "check_data", None)
+        if check is not None and hasattr(args, "data"):
+            check(args.data)
+
     def check_start(self, x0, problem) -> None:
         """Raise ``ValueError`` naming ``x0`` unless it holds one row per agent of
         ``problem.W`` that fits the agents' data (shapes only: runs under tracing too)."""

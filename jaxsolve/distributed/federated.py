@@ -397,6 +397,17 @@ def _local_gd(loss, x, data, eta, steps, shift):
 # --- RG-SAGA ----------------------------------------------------------------------------------
 
 
+class ClientSolver(jaxsolve.AbstractSolver):
+    """Base of the federated solvers: the data are the clients' stacked data, and a loss
+    with a ``check_data(data)`` method (labels of `NonconvexLogistic`) has it run on
+    them before tracing (the protocol's ``check_args`` hook)."""
+
+    def check_args(self, x0, args):
+        check = getattr(self.loss, "check_data", None)
+        if check is not None:
+            check(args)
+
+
 class RGSAGAState(NamedTuple):
     r"""State of `RGSAGA`.
 
@@ -427,7 +438,7 @@ class RGSAGAState(NamedTuple):
     ledger: ClientLedger
 
 
-class RGSAGA(jaxsolve.AbstractSolver):
+class RGSAGA(ClientSolver):
     """I-CGM with the RG-SAGA estimator (see the module docstring); build with `rg_saga`."""
 
     loss: Callable = eqx.field(static=True)
@@ -543,7 +554,7 @@ class FedGDState(NamedTuple):
     ledger: ClientLedger
 
 
-class FedGD(jaxsolve.AbstractSolver):
+class FedGD(ClientSolver):
     r"""Gradient descent $x \leftarrow x - \eta\nabla f(x)$; each gradient is a full sync
     ($\lceil n/m\rceil$ A-CSS rounds)."""
 
@@ -602,7 +613,7 @@ class ScaffoldState(NamedTuple):
     ledger: ClientLedger
 
 
-class Scaffold(jaxsolve.AbstractSolver):
+class Scaffold(ClientSolver):
     """SCAFFOLD with option II control variates on random $m$-subsets (one R-CSS round each)."""
 
     loss: Callable = eqx.field(static=True)
@@ -684,7 +695,7 @@ class FedAvgState(NamedTuple):
     ledger: ClientLedger
 
 
-class FedAvg(jaxsolve.AbstractSolver):
+class FedAvg(ClientSolver):
     r"""FedAvg (McMahan et al. 2017): a random $m$-subset (one R-CSS round) runs $K$ local
     gradient steps $y \leftarrow y - \eta\nabla f_i(y)$ from $x$; the server moves by
     ``global_lr`` times the mean of $y_i - x$. Build with `fedavg`."""
@@ -817,7 +828,7 @@ def _add(led, inc, d_rounds=0, local=0):
     )
 
 
-class RGSVRG(jaxsolve.AbstractSolver):
+class RGSVRG(ClientSolver):
     """I-CGM with the RG-SVRG estimator (see `rg_svrg`)."""
 
     loss: Callable = eqx.field(static=True)
@@ -937,7 +948,7 @@ class SaberFullState(NamedTuple):
     ledger: ClientLedger
 
 
-class SaberFull(jaxsolve.AbstractSolver):
+class SaberFull(ClientSolver):
     """SABER-full as PAGE on the server: see `saber_full`."""
 
     loss: Callable = eqx.field(static=True)

@@ -22,7 +22,7 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from jaxsolve.core.validation import check_key, check_positive
-from jaxsolve.distributed.problems import breast_cancer
+from jaxsolve.distributed.problems import breast_cancer, check_labels
 
 __all__ = [
     "LogSumQuadratic",
@@ -104,6 +104,10 @@ class NonconvexLogistic:
     """
 
     alpha: float = 0.1
+
+    def check_data(self, data):
+        """Rejects 0/1-coded labels (`jaxsolve.distributed.problems.check_labels`)."""
+        check_labels(data, "NonconvexLogistic")
 
     def __call__(self, x, data):
         A, b = data

@@ -51,6 +51,7 @@ from jaxtyping import Array, Float
 
 import jaxsolve
 from jaxsolve.core.driver import Solution
+from jaxsolve.core.protocol import run_check_args
 from jaxsolve.distributed.base import DecentralizedSolver, Simulated
 from jaxsolve.distributed.baselines import DGD, NIDS, PGExtra, default_stepsize
 from jaxsolve.distributed.ds_admm import DSADMM, default_beta, spectral_gap
@@ -188,6 +189,7 @@ def solve_on_mesh(
         raise ValueError(f"x0 must have shape ({n}, d), got {np.shape(x0)}")
     num_devices = mesh.shape[axis]
     shifts = block_shifts(problem.W, num_devices)
+    run_check_args(solver, x0, problem)  # jaxsolve.solve below sees tracers only
     solver = _with_defaults(solver, x0, problem)
     local = dataclasses.replace(solver, comm=MeshComm(axis, num_devices, shifts))
 
@@ -254,6 +256,7 @@ def solve_clients_on_mesh(
         raise ValueError(
             f"the {n} clients must split evenly over the {num_devices} devices of the mesh"
         )
+    run_check_args(solver, x0, data)  # jaxsolve.solve below sees tracers only
     rows = jax.sharding.NamedSharding(mesh, P(axis))
     whole = jax.sharding.NamedSharding(mesh, P())
     data = jax.tree.map(lambda v: jax.device_put(v, rows), data)

@@ -18,6 +18,10 @@ Losses (static, hashable objects; their methods act on one agent's data):
 * `SmoothedHinge`: the SVM hinge $\max(0, 1 - b a^\top x)$ with its kink rounded
   by a quadratic over a width $\mu$ (a Huberized hinge, $\nabla$ Lipschitz with $1/\mu$).
 
+A loss may define ``check_data(data)``, a value check of one problem's stacked data
+that the solvers run before tracing (`Logistic` and `SmoothedHinge` reject labels
+coded 0/1 there, `check_labels`).
+
 Regularizers, through their prox operators $\operatorname{prox}_{cg}(z) =
 \arg\min_x c\,g(x) + \frac12\|x - z\|^2$ (parameters live in the problem data):
 `Zero`, `L1` ($g = \lambda\|x\|_1$: soft thresholding), `L2Squared`
@@ -56,6 +60,7 @@ __all__ = [
     "L2Squared",
     "Box",
     "soft_threshold",
+    "check_labels",
     "num_agents",
     "objective",
     "breast_cancer",
@@ -164,6 +169,29 @@ def _rows(data):
     return A, b, A.shape[0]
 
 
+def check_labels(data, loss: str) -> None:
+    r"""Raise ``ValueError`` for labels ``b`` of ``data = (A, b)`` coded 0/1.
+
+    The losses here score a margin $b\,a^\top x$: the classes are $b = \pm1$ (values
+    in between act as soft labels, e.g. to differentiate through the labels). Given 0/1
+    labels they do not fail: the rows labelled 0 contribute a constant, and the solver
+    converges, with SUCCESS, to the model of the positive rows alone. So labels with a 0
+    and no negative value are rejected. The check needs values, so it runs on concrete
+    data only (the solvers' ``check_args`` hook, before tracing); tracers pass.
+    """
+    if not (isinstance(data, tuple | list) and len(data) == 2):
+        return  # not (A, b): the shape checks of init report the misfit
+    b = data[1]
+    if not is_concrete(b):
+        return
+    b = np.asarray(b)
+    if b.size and np.any(b == 0) and not np.any(b < 0):
+        raise ValueError(
+            f"{loss} needs labels b in {{-1, +1}}, got labels in [0, {float(b.max()):g}] "
+            f"with zeros: 0/1 labels fit the positive rows alone; pass 2 * b - 1"
+        )
+
+
 @dataclasses.dataclass(frozen=True)
 class LeastSquares:
     r"""$f_i(x) = \frac{1}{2m}\|A_i x - b_i\|^2$, with the exact prox
@@ -212,6 +240,10 @@ class Logistic:
 
     has_prox = False
 
+    def check_data(self, data):
+        """Rejects 0/1-coded labels (`check_labels`); called before tracing."""
+        check_labels(data, "Logistic")
+
     def value(self, x, data):
         A, b, _ = _rows(data)
         return jnp.mean(jnp.logaddexp(0.0, -b * (A @ x)))
@@ -238,6 +270,10 @@ class SmoothedHinge:
     def __post_init__(self):
         if not (float(self.mu) > 0):
             raise ValueError(f"mu must be positive, got {self.mu}")
+
+    def check_data(self, data):
+        """Rejects 0/1-coded labels (`check_labels`); called before tracing."""
+        check_labels(data, "SmoothedHinge")
 
     def _dh(self, t):
         return jnp.where(t >= 1.0, 0.0, jnp.where(t > 1.0 - self.mu, (t - 1.0) / self.mu, -1.0))

@@ -288,3 +288,31 @@ def test_docs_home_example_runs():
     ns: dict = {}
     exec(code, ns)
     assert ns["sols"].counts() == {"SUCCESS": 64}
+
+
+def test_check_args_hook_runs_before_tracing_and_skips_tracers():
+    """``check_args`` sees the user's concrete data before compilation (so a value
+    check can raise), tracers inside a user's jit (it must skip them), and a solver
+    without the hook (a plain `Solver`) is not touched."""
+    from ._toy import GD
+
+    seen = []
+
+    class Checked(GD):
+        def check_args(self, x0, args):
+            concrete = jaxsolve.core.validation.is_concrete(args)
+            seen.append(concrete)
+            if concrete and np.any(np.linalg.eigvalsh(np.asarray(args[0])) <= 0):
+                raise ValueError("args[0] must be positive definite")
+
+    A, b = jnp.eye(3) * 2.0, jnp.ones(3)
+    sol = jaxsolve.solve(Checked(lr=0.3), jnp.zeros(3), (A, b), tol=1e-6)
+    np.testing.assert_allclose(sol.x, 0.5, atol=1e-5)
+    with pytest.raises(ValueError, match=r"args\[0\] must be positive definite"):
+        jaxsolve.solve(Checked(lr=0.3), jnp.zeros(3), (-A, b))
+    jax.jit(lambda a: jaxsolve.solve(Checked(lr=0.3), jnp.zeros(3), (a, b)).x)(-A)
+    assert seen == [True, True, False]
+    x0, args = _problem(jax.random.key(0), jnp.float64)
+    np.testing.assert_allclose(
+        jaxsolve.solve(_plain_solver(), x0, args, tol=1e-10).x, _reference(args), rtol=1e-8
+    )

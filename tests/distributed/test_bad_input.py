@@ -133,3 +133,46 @@ def test_data_and_reg_that_do_not_fit_the_solver_are_named(b_shape, reg, solver,
     )
     with pytest.raises(ValueError, match=match):
         jaxsolve.solve(solver, jnp.zeros((N_AG, DIM)), problem)
+
+
+def _labelled(labels):
+    A, b = D.breast_cancer(N_AG, heterogeneous=False)
+    return A, labels(b)
+
+
+@pytest.mark.parametrize("loss", [D.Logistic(), D.SmoothedHinge()], ids=["logistic", "hinge"])
+@pytest.mark.parametrize("on_mesh", [False, True], ids=["simulated", "mesh"])
+def test_zero_one_labels_are_named_not_solved(loss, on_mesh):
+    """0/1 labels made the 0-rows a constant: the solve returned SUCCESS on the model of
+    the positive rows alone. The check runs before tracing, also for the device mesh."""
+    W = D.metropolis_hastings(D.ring(N_AG))
+    x0 = jnp.zeros((N_AG, 30))
+    bad = D.make_problem(_labelled(lambda b: (b + 1) / 2), W)
+    run = D.solve_on_mesh if on_mesh else jaxsolve.solve
+    kw = dict(mesh=D.agent_mesh(jax.devices()[: N_AG // 3])) if on_mesh else {}
+    with pytest.raises(ValueError, match=r"labels b in \{-1, \+1\}.*pass 2 \* b - 1"):
+        run(D.ds_admm(loss), x0, bad, max_steps=5, **kw)
+    # +-1 labels and soft labels in between pass
+    for labels in (lambda b: b, lambda b: 0.8 * b):
+        good = D.make_problem(_labelled(labels), W)
+        assert run(D.ds_admm(loss), x0, good, max_steps=5, **kw).x.shape == (N_AG, 30)
+
+
+def test_zero_one_labels_inside_jit_are_not_inspected():
+    """Under a user's jit the labels are tracers: the hook skips them (no host sync)."""
+    W = D.metropolis_hastings(D.ring(N_AG))
+    bad = D.make_problem(_labelled(lambda b: (b + 1) / 2), W)
+    run = jax.jit(
+        lambda p: jaxsolve.solve(D.ds_admm(D.Logistic()), jnp.zeros((N_AG, 30)), p, max_steps=3).x
+    )
+    assert np.all(np.isfinite(run(bad)))
+
+
+@pytest.mark.parametrize("on_mesh", [False, True], ids=["single", "mesh"])
+def test_federated_zero_one_labels_are_named(on_mesh):
+    A, b = D.nonconvex_logistic(8)
+    solver = D.fed_gd(D.NonconvexLogistic(), 2, stepsize=0.1)
+    run = D.solve_clients_on_mesh if on_mesh else jaxsolve.solve
+    with pytest.raises(ValueError, match=r"NonconvexLogistic needs labels b in \{-1, \+1\}"):
+        run(solver, jnp.zeros(30), (A, (b + 1) / 2), max_steps=3)
+    assert run(solver, jnp.zeros(30), (A, b), max_steps=3).x.shape == (30,)
