@@ -40,12 +40,14 @@ from jaxsolve.blackbox.cma_es import (
 from jaxsolve.blackbox.cma_mae import CMAMAE, MAEState, cma_mae, sphere_linear_projection
 from jaxsolve.blackbox.ehrlich import Ehrlich, ehrlich
 from jaxsolve.blackbox.envs import (
+    MAZE_WALLS,
     EnvState,
     PointMass,
     Policy,
     Rollout,
     linear_policy,
     mlp_policy,
+    point_mass_maze,
 )
 from jaxsolve.blackbox.evolution import DiscreteEvolution, EvolutionState, discrete_evolution
 from jaxsolve.blackbox.genbo import (
@@ -129,6 +131,8 @@ __all__ = [
     "CellArchive",
     "EnvState",
     "PointMass",
+    "point_mass_maze",
+    "MAZE_WALLS",
     "Policy",
     "Rollout",
     "autoqd",

@@ -16,6 +16,30 @@ the origin costs force, so quality and diversity pull apart, as in pyribs' arm
 repertoire). The hand-crafted descriptors are the final position, in $[-1, 1]^2$.
 Observations are $(p, v, 2t/T - 1)$: with the time feature a linear policy can turn.
 
+**Interior walls (the maze).** ``PointMass(walls=...)`` adds axis-aligned wall
+segments of zero thickness, each ``(x0, y0, x1, y1)`` with ``x0 == x1`` (vertical) or
+``y0 == y1`` (horizontal), closed at both ends. A step moves the point along $x$
+first (at the old $y$), then along $y$ (at the new $x$): an L-shaped path. In each
+leg, a wall whose span contains the fixed coordinate and whose line the leg reaches
+or crosses stops the point ``wall_gap`` short of the nearest such wall, on the side
+it came from, and zeroes that velocity component (as the outer walls do). The point
+therefore never crosses a wall: any wall between the old and the stopped position
+would have been nearer. Leg by leg collision is exact for an L path, cheap (a masked
+minimum over the walls, so it jits and vmaps) and seals corners where two walls
+meet. With no walls (the default) the dynamics are exactly the open arena above.
+
+`point_mass_maze` builds the maze that bench/blackbox.py uses: an inverted cup around
+the start, roof $y = 0.25$ for $|x| \le 0.5$ and sides $x = \pm 0.5$ for
+$-0.35 \le y \le 0.25$, open downwards. Why: in the open arena the final position is
+a smooth function of the policy's parameters, so CMA-MAE that searches the final
+position directly is the natural winner. Behind the roof (the upper half, nearest to
+the start) the final position is reached only by first moving away, down out of the
+cup, sideways past its side and up: a deceptive maze in the sense of Lehman and
+Stanley's novelty search (2011), where the stepping stones differ in their
+trajectories more than in where they end (a policy pressed against the roof from
+inside ends near one that crept round the corner). That is the case AutoQD's learned
+occupancy descriptors (Hedayatian and Nikolaidis, ICLR 2026) are meant for.
+
 Policies map a flat parameter vector and an observation to an action in
 $[-1, 1]^{m}$ (``tanh`` output), so CMA-ES searches the vector directly:
 `linear_policy` ($\tanh(W o + b)$) and `mlp_policy` (one ``tanh`` hidden layer).
@@ -32,7 +56,16 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-__all__ = ["Policy", "linear_policy", "mlp_policy", "EnvState", "Rollout", "PointMass"]
+__all__ = [
+    "Policy",
+    "linear_policy",
+    "mlp_policy",
+    "EnvState",
+    "Rollout",
+    "PointMass",
+    "MAZE_WALLS",
+    "point_mass_maze",
+]
 
 
 class Policy(eqx.Module):
@@ -122,6 +155,10 @@ class PointMass(eqx.Module):
         force: the force $F$ at full action.
         drag: the linear drag coefficient $c$.
         init_noise: half-width of the uniform noise on the start position.
+        walls: interior wall segments ``((x0, y0, x1, y1), ...)``, each vertical or
+            horizontal, inside ``[-1, 1]^2`` and clear of the start box (static; default
+            none: the open arena).
+        wall_gap: how far short of a wall a blocked point stops.
     """
 
     horizon: int = eqx.field(static=True, default=50)
@@ -129,6 +166,22 @@ class PointMass(eqx.Module):
     force: float = 0.5
     drag: float = 0.5
     init_noise: float = 0.05
+    walls: tuple = eqx.field(static=True, default=())
+    wall_gap: float = 1e-3
+
+    def __check_init__(self):
+        for w in self.walls:
+            if len(w) != 4:
+                raise ValueError(f"walls must be (x0, y0, x1, y1) segments, got {w!r}")
+            x0, y0, x1, y1 = (float(v) for v in w)
+            if (x0 == x1) == (y0 == y1):
+                raise ValueError(f"a wall must be vertical or horizontal (not a point), got {w!r}")
+            if max(abs(x0), abs(y0), abs(x1), abs(y1)) > 1:
+                raise ValueError(f"walls must lie in [-1, 1]^2, got {w!r}")
+            lo_x, hi_x, lo_y, hi_y = min(x0, x1), max(x0, x1), min(y0, y1), max(y0, y1)
+            r = float(self.init_noise)
+            if lo_x <= r and hi_x >= -r and lo_y <= r and hi_y >= -r:
+                raise ValueError(f"a wall must not touch the start box [-{r}, {r}]^2, got {w!r}")
 
     obs_dim = 5
     act_dim = 2
@@ -154,6 +207,8 @@ class PointMass(eqx.Module):
         raw = state.pos + self.dt * vel
         pos = jnp.clip(raw, -1.0, 1.0)
         vel = jnp.where(raw != pos, 0.0, vel)  # the wall absorbs the normal velocity
+        if self.walls:
+            pos, vel = self._collide(state.pos, pos, vel)
         reward = (1.0 - 0.5 * jnp.sum(a**2)) / self.horizon
         return EnvState(pos, vel, state.t + 1), reward
 
@@ -170,6 +225,49 @@ class PointMass(eqx.Module):
         sT, (states, actions, rewards) = jax.lax.scan(body, s0, None, length=self.horizon)
         return Rollout(states, actions, jnp.sum(rewards), self.descriptors(sT))
 
+    def _collide(self, old, new, vel):
+        """The interior walls on the L path ``old -> (new_x, old_y) -> new`` (module
+        docstring): ``(pos, vel)`` stopped short of the nearest wall of each leg."""
+        dt = old.dtype
+        W = jnp.asarray(self.walls, dt)  # (n, 4)
+        vertical = W[:, 0] == W[:, 2]
+
+        def leg(a0, a1, fixed, c, lo, hi, mine):
+            # the leg a0 -> a1 along one axis at the other coordinate `fixed`
+            side = jnp.sign(a0 - c)
+            reach = (a1 - c) * side <= 0  # reaches or crosses the line (False for NaN)
+            hit = mine & (lo <= fixed) & (fixed <= hi) & (side != 0) & reach
+            dist = jnp.where(hit, jnp.abs(c - a0), jnp.inf)
+            j = jnp.argmin(dist)
+            stop = c[j] + side[j] * self.wall_gap
+            blocked = jnp.any(hit)
+            return jnp.where(blocked, stop, a1), blocked
+
+        x, bx = leg(
+            old[0], new[0], old[1], W[:, 0], jnp.minimum(W[:, 1], W[:, 3]),
+            jnp.maximum(W[:, 1], W[:, 3]), vertical,
+        )  # fmt: skip
+        y, by = leg(
+            old[1], new[1], x, W[:, 1], jnp.minimum(W[:, 0], W[:, 2]),
+            jnp.maximum(W[:, 0], W[:, 2]), ~vertical,
+        )  # fmt: skip
+        vel = jnp.stack([jnp.where(bx, 0.0, vel[0]), jnp.where(by, 0.0, vel[1])]).astype(dt)
+        return jnp.stack([x, y]).astype(dt), vel
+
     def descriptors(self, state: EnvState) -> jax.Array:
         """The hand-crafted descriptors: the final position (in ``[-1, 1]^2`` by the walls)."""
         return state.pos
+
+
+#: The maze of `point_mass_maze` (module docstring): an inverted cup around the start,
+#: roof ``y = 0.25`` for ``|x| <= 0.5``, sides ``x = +-0.5`` for ``-0.35 <= y <= 0.25``.
+MAZE_WALLS = (
+    (-0.5, 0.25, 0.5, 0.25),
+    (-0.5, -0.35, -0.5, 0.25),
+    (0.5, -0.35, 0.5, 0.25),
+)
+
+
+def point_mass_maze(**kwargs) -> PointMass:
+    """`PointMass` with the deceptive cup maze `MAZE_WALLS` (other fields as keywords)."""
+    return PointMass(walls=MAZE_WALLS, **kwargs)
