@@ -16,10 +16,15 @@
    into one common elitist 50 x 50 GridArchive over the final position; reported:
    its QD score and coverage, and the Vendi score (RBF) of its elites' final
    positions mapped to [0, 1]^2, with the authors' width sqrt(d/6) and with 0.1.
+   The same comparison on `point_mass_maze` (interior walls: a cup around the start),
+   where the final position is a discontinuous function of the parameters and the
+   region behind the cup's roof is reached only by leaving it first; AutoQD there at
+   the paper's k = 4, gamma 0.999 and at the open arena's k = 2, gamma 0.99.
 
     python bench/blackbox.py                 # bench/results/blackbox.md
     python bench/blackbox.py --quick         # 200 iterations, 1 seed (CI)
     python bench/blackbox.py --autoqd        # only section 3, replacing it in blackbox.md
+    python bench/blackbox.py --autoqd --env maze   # section 3 on the maze (its own table)
     python bench/blackbox.py --genbo [...]   # the family's generative-BO half: runs
                                              # bench/genbo.py with the remaining arguments
                                              # (--section ackley|ehrlich|rastrigin|turbo,
@@ -48,7 +53,12 @@ from jaxsolve.blackbox import cma_es_solver, cma_mae, sphere_linear_projection  
 from jaxsolve.blackbox.archives import grid_archive  # noqa: E402
 from jaxsolve.blackbox.autoqd import vendi_score  # noqa: E402
 from jaxsolve.blackbox.autoqd_driver import autoqd  # noqa: E402
-from jaxsolve.blackbox.envs import PointMass, linear_policy  # noqa: E402
+from jaxsolve.blackbox.envs import (  # noqa: E402
+    PointMass,
+    linear_policy,
+    mlp_policy,
+    point_mass_maze,
+)
 
 N = 100
 BOUND = N / 2 * 5.12
@@ -182,6 +192,9 @@ def cma_table(lines, seeds):
 
 
 AQD_HEADER = "## AutoQD on PointMass: learned descriptors against CMA-MAE on the final position"
+MAZE_HEADER = (
+    "## AutoQD on the point-mass maze: learned descriptors against CMA-MAE on the final position"
+)
 
 
 def _hand_cma_mae(env, pol, ref, key, iters, E, B, R, G):
@@ -212,12 +225,55 @@ def _vendi(ref_state):
     return tuple(float(vendi_score(jnp.asarray(d), w)) for w in (np.sqrt(2 / 6), 0.1))
 
 
-def autoqd_table(iters=100, seeds=3, E=5, B=16, R=4, G=50, cmd="python bench/blackbox.py --autoqd"):
-    """Section 3 (module docstring): lines of Markdown."""
-    env = PointMass()
-    pol = linear_policy(env.obs_dim, env.act_dim)
+def _behind_roof(ref_state):
+    """Occupied cells of the common archive above the maze's roof (|x| < 0.5, y > 0.25)."""
+    d = np.asarray(ref_state.measures)[np.asarray(ref_state.occupied)]
+    return int(np.sum((np.abs(d[:, 0]) < 0.5) & (d[:, 1] > 0.25)))
+
+
+def _compare(env, pol, configs, iters, seeds, E, B, R, G, maze):
+    """Rows of the per-seed table, one block per AutoQD configuration; CMA-MAE (which
+    no AutoQD setting changes) is run once per seed and shared by the blocks."""
     ref = grid_archive(solution_dim=pol.n_params, dims=(G, G), ranges=env.descriptor_ranges)
     hand = jax.jit(lambda key: _hand_cma_mae(env, pol, ref, key, iters, E, B, R, G))
+    base = {}
+    for seed in range(seeds):
+        t0 = time.perf_counter()
+        b = jax.block_until_ready(hand(jax.random.key(seed)))
+        base[seed] = (b, time.perf_counter() - t0)
+    rows, tally = [], []
+    for name, kw in configs:
+        wins_qd = wins_v = 0
+        for seed in range(seeds):
+            t0 = time.perf_counter()
+            a = jax.block_until_ready(
+                autoqd(env, pol, key=jax.random.key(seed), iterations=iters, n_emitters=E,
+                       batch_size=B, n_rollouts=R, x0=jnp.zeros(pol.n_params),
+                       reference=ref, **kw)
+            ).reference  # fmt: skip
+            ta = time.perf_counter() - t0
+            b, tb = base[seed]
+            sa, sb = ref.stats(a), ref.stats(b)
+            va, vb = _vendi(a), _vendi(b)
+            wins_qd += float(sa.qd_score) >= float(sb.qd_score)
+            wins_v += va[0] >= vb[0]
+            row = (
+                f"| {seed} | {float(sa.qd_score):.1f} | {float(sb.qd_score):.1f} | "
+                f"{100 * float(sa.coverage):.1f}% | {100 * float(sb.coverage):.1f}% | "
+                f"{va[0]:.3f} / {va[1]:.1f} | {vb[0]:.3f} / {vb[1]:.1f} | "
+            )
+            if maze:
+                row += f"{_behind_roof(a)} / {_behind_roof(b)} | "
+            rows.append(("" if name is None else f"| {name} ") + row + f"{ta:.1f} / {tb:.1f} |")
+            print(rows[-1], flush=True)
+        tally.append((name, wins_qd, wins_v))
+    return rows, tally
+
+
+def autoqd_table(iters=100, seeds=3, E=5, B=16, R=4, G=50, cmd="python bench/blackbox.py --autoqd"):
+    """Section 3 on the open arena (module docstring): lines of Markdown."""
+    env = PointMass()
+    pol = linear_policy(env.obs_dim, env.act_dim)
     budget = iters * E * B
     lines = [
         AQD_HEADER,
@@ -235,28 +291,10 @@ def autoqd_table(iters=100, seeds=3, E=5, B=16, R=4, G=50, cmd="python bench/bla
         "| AutoQD Vendi (sqrt(d/6) / 0.1) | CMA-MAE Vendi (sqrt(d/6) / 0.1) | seconds (AutoQD / CMA-MAE) |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    wins_qd = wins_v = 0
-    for seed in range(seeds):
-        key = jax.random.key(seed)
-        t0 = time.perf_counter()
-        a = jax.block_until_ready(
-            autoqd(env, pol, key=key, iterations=iters, n_emitters=E, batch_size=B,
-                   n_rollouts=R, dims=(G, G), x0=jnp.zeros(pol.n_params), reference=ref)
-        ).reference  # fmt: skip
-        ta = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        b = jax.block_until_ready(hand(key))
-        tb = time.perf_counter() - t0
-        sa, sb = ref.stats(a), ref.stats(b)
-        va, vb = _vendi(a), _vendi(b)
-        wins_qd += float(sa.qd_score) >= float(sb.qd_score)
-        wins_v += va[0] >= vb[0]
-        lines.append(
-            f"| {seed} | {float(sa.qd_score):.1f} | {float(sb.qd_score):.1f} | "
-            f"{100 * float(sa.coverage):.1f}% | {100 * float(sb.coverage):.1f}% | "
-            f"{va[0]:.3f} / {va[1]:.1f} | {vb[0]:.3f} / {vb[1]:.1f} | {ta:.1f} / {tb:.1f} |"
-        )
-        print(lines[-1], flush=True)
+    rows, [(_, wins_qd, wins_v)] = _compare(
+        env, pol, [(None, dict(k=2, dims=(G, G)))], iters, seeds, E, B, R, G, maze=False
+    )
+    lines += rows
     lines += [
         "",
         f"AutoQD's QD score >= CMA-MAE's in {wins_qd} of {seeds} seeds (target 2 of 3); "
@@ -271,12 +309,71 @@ def autoqd_table(iters=100, seeds=3, E=5, B=16, R=4, G=50, cmd="python bench/bla
     return lines
 
 
-def _replace_section(path, section):
-    """``path``'s text with the AutoQD section replaced by (or appended as) ``section``."""
-    old = path.read_text() if path.exists() else ""
-    body = old.split(AQD_HEADER)[0].rstrip("\n")
-    keep = [ln for ln in body.splitlines()]
-    return "\n".join(keep) + "\n\n" + "\n".join(section)
+MAZE_CONFIGS = (
+    ("k 4, gamma 0.999", dict(k=4, dims=(7, 7, 7, 7), gamma=0.999)),
+    ("k 2, gamma 0.99", dict(k=2, dims=(50, 50), gamma=0.99)),
+)
+
+
+def maze_table(
+    iters=100, seeds=3, E=5, B=16, R=4, G=50, hidden=0,
+    cmd="python bench/blackbox.py --autoqd --env maze",
+):  # fmt: skip
+    """Section 3 on `point_mass_maze` (module docstring): lines of Markdown."""
+    env = point_mass_maze()
+    pol = mlp_policy(5, 2, hidden) if hidden else linear_policy(env.obs_dim, env.act_dim)
+    kind = f"one-hidden-layer MLP policies ({hidden} tanh units" if hidden else "linear policies ("
+    budget = iters * E * B
+    lines = [
+        MAZE_HEADER,
+        "",
+        f"`{cmd}`, {datetime.date.today()}, {os.cpu_count()} cores, float64. "
+        "`point_mass_maze()`: the same point mass with the deceptive cup around the start "
+        "(roof y = 0.25 for |x| <= 0.5, sides x = +-0.5 for -0.35 <= y <= 0.25, open "
+        "downwards; jaxsolve/blackbox/envs.py). Equal budget: "
+        f"{iters} iterations x {E} emitters x {B} = {budget} policies per run, {R} episodes "
+        f"each (horizon {env.horizon}); {kind}{pol.n_params} parameters) for both arms, "
+        "sigma0 0.5, learning rate 0.01, threshold_min 0, as in the open arena. AutoQD: "
+        "D = 100 features, bandwidth 1, refit every 10 iterations, and two settings: the "
+        "paper's k = 4 learned descriptors with gamma 0.999 on a 7^4 = 2401-cell grid, and "
+        f"the open arena's k = 2, gamma 0.99 on {G} x {G}. CMA-MAE: unchanged, a {G} x {G} "
+        "grid over the final position (run once per seed; both AutoQD rows of a seed are "
+        f"compared with the same run). Common archive: {G} x {G} over the final position, "
+        "elitist, every evaluated policy of the arm inserted (mean return, mean final "
+        "position). 'Behind the roof': occupied common-archive cells with |x| < 0.5, "
+        "y > 0.25, the region reached only by leaving the cup and coming back round.",
+        "",
+        "| AutoQD setting | seed | AutoQD QD score | CMA-MAE QD score | AutoQD coverage "
+        "| CMA-MAE coverage | AutoQD Vendi (sqrt(d/6) / 0.1) | CMA-MAE Vendi (sqrt(d/6) / 0.1) "
+        "| cells behind the roof (AutoQD / CMA-MAE) | seconds (AutoQD / CMA-MAE) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    rows, tally = _compare(env, pol, MAZE_CONFIGS, iters, seeds, E, B, R, G, maze=True)
+    lines += rows + [""]
+    lines += [
+        f"{name}: AutoQD's QD score >= CMA-MAE's in {q} of {seeds} seeds (target 2 of 3); "
+        f"Vendi (sqrt(d/6)) >= in {v} of {seeds}."
+        for name, q, v in tally
+    ]
+    lines += [
+        "",
+        "Seconds include compilation on the first seed of each arm and setting.",
+        "",
+    ]
+    return lines
+
+
+def _replace_section(path, header, section):
+    """``path``'s text with the section under ``header`` (up to the next ``## ``
+    heading) replaced by ``section``, or ``section`` appended."""
+    old = path.read_text().rstrip("\n").splitlines() if path.exists() else []
+    if header in old:
+        i = old.index(header)
+        j = next((n for n in range(i + 1, len(old)) if old[n].startswith("## ")), len(old))
+        new = old[:i] + section + ([""] if j < len(old) else []) + old[j:]
+    else:
+        new = old + [""] + section
+    return "\n".join(new)
 
 
 def main(argv=None):
@@ -288,6 +385,13 @@ def main(argv=None):
     ap.add_argument("--ribs-seeds", type=int, default=1)
     ap.add_argument("--out", default=None)
     ap.add_argument("--autoqd", action="store_true", help="only the AutoQD section")
+    ap.add_argument(
+        "--env",
+        choices=("open", "maze", "both"),
+        default="open",
+        help="with --autoqd: the open arena (default), the maze, or both",
+    )
+    ap.add_argument("--hidden", type=int, default=0, help="maze: MLP hidden units (0: linear)")
     ap.add_argument(
         "--genbo", action="store_true", help="run bench/genbo.py with the other arguments"
     )
@@ -303,8 +407,14 @@ def main(argv=None):
         from _util import provenance, results_path
 
         path = pathlib.Path(a.out) if a.out else results_path("blackbox")
-        section = autoqd_table() + [provenance()]
-        path.write_text(_replace_section(path, section) + "\n")
+        base = "python bench/blackbox.py --autoqd"
+        if a.env in ("open", "both"):
+            section = autoqd_table(cmd=base) + [provenance()]
+            path.write_text(_replace_section(path, AQD_HEADER, section) + "\n")
+        if a.env in ("maze", "both"):
+            cmd = base + " --env maze" + (f" --hidden {a.hidden}" if a.hidden else "")
+            section = maze_table(hidden=a.hidden, cmd=cmd) + [provenance()]
+            path.write_text(_replace_section(path, MAZE_HEADER, section) + "\n")
         print(f"wrote {path}")
         return
     iters, seeds = (200, 1) if a.quick else (a.iters, a.seeds)
@@ -365,7 +475,9 @@ def main(argv=None):
     if importlib.util.find_spec("cma") is not None:
         cma_table(lines, 2 if a.quick else 5)
     cmd = f"python bench/blackbox.py{' --quick' if a.quick else ''}"
-    lines += autoqd_table(**(dict(iters=20, seeds=1) if a.quick else {}), cmd=cmd)
+    small = dict(iters=20, seeds=1) if a.quick else {}
+    lines += autoqd_table(**small, cmd=cmd)
+    lines += maze_table(**small, cmd=cmd)
     write_results("blackbox", "\n".join(lines), quick=a.quick, out=a.out)
 
 
