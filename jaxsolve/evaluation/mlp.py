@@ -20,14 +20,17 @@ kernel (2-3x per product at $n = 4600$). The GELU derivative and the dropout mas
 are applied in one pass. The result equals ``jax.grad`` of `mse` (tested).
 
 Dropout masks come from Threefry-2x32 (20 rounds, JAX's default generator; Salmon
-et al., SC 2011) written out so that XLA fuses it into the layer's activation pass:
-unit $(r, m)$ of the concatenated hidden layers at epoch $t$ is kept when the first
-output word of Threefry keyed by two words drawn from the call's key, at counter
-$(r n + m, t)$, is at least $\lfloor p\,2^{32} \rceil$ (keep probability $1 - p$ to
-within $2^{-32}$). ``jax.random.uniform``'s masks (Threefry too, but compiled by
-XLA:CPU as a loop over rounds, an array pass per round) took about 9 of a 17 ms
-epoch at $n = 4600$, $K = 100$; these take about 1-1.8 ms (the forward and backward
-passes each recompute them inside their fusions; storing them once was not faster).
+et al., SC 2011) written out so that XLA compiles it as one fused pass: one call,
+keyed by two words drawn from the call's key at counter $(c, t)$ for epoch $t$, gives
+64 bits, and each of its four 16-bit halves decides one unit (kept when the half is
+at least $\lfloor p\,2^{16} \rceil$: keep probability $1 - p$ to within $2^{-17}$;
+`dropout_keep` gives the layout). ``jax.random.uniform``'s masks (Threefry too, but
+compiled by XLA:CPU as a loop over rounds, an array pass per round) took about 9 of
+a 17 ms epoch at $n = 4600$, $K = 100$. One 32-bit word per unit, recomputed inside
+the forward and the backward fusions that read the mask, took 1-1.8 ms; four units
+per call, its words computed once per epoch (the next epoch's words are carried by
+the training loop, which makes XLA store them rather than recompute them in every
+fusion that reads them), 0.5-1 ms more than no dropout at all.
 The masks are a function of the key alone, so runs are reproducible and ``vmap`` over
 keys gives each lane its own stream.
 """
@@ -104,24 +107,44 @@ def _key_words(key):
     return jax.random.bits(key, (2,), jnp.uint32)
 
 
-def dropout_keep(words, step, widths, n: int, dropout: float):
-    r"""Keep masks ``[(w, n) for w in widths]`` (feature-major) of one training step.
-
-    Unit $(r, m)$, $r$ counted over the concatenated layers, is kept when word 0 of
-    `jaxsolve.core.random.threefry2x32` with key ``words`` and counter $(r n + m, \text{step})$ is at least
-    $\lfloor p\,2^{32} \rceil$. ``step`` may be traced (a uint32 or int).
-    """
-    if n * sum(widths) >= 2**32:
+def _mask_words(words, step, widths, n: int):
+    """The Threefry words ``[(x0, x1) for each layer]``, each ``(ceil(w/4), n)``, of
+    `dropout_keep`'s masks at ``step``."""
+    if n * sum(-(-w // 4) for w in widths) >= 2**32:
         raise ValueError(f"dropout masks of {n} x {sum(widths)} units exceed 2^32 counters")
-    t = np.uint32(min(round(dropout * 2**32), 2**32 - 1))
     step = jnp.asarray(step).astype(jnp.uint32)
     out, offset = [], 0
     for w in widths:
-        c = jnp.arange(w * n, dtype=jnp.uint32).reshape(w, n) + np.uint32(offset)
-        x0, _ = threefry2x32(words[0], words[1], c, jnp.broadcast_to(step, c.shape))
-        out.append(x0 >= t)
-        offset += w * n
+        q = -(-w // 4)
+        c = jnp.arange(q * n, dtype=jnp.uint32).reshape(q, n) + np.uint32(offset)
+        out.append(threefry2x32(words[0], words[1], c, jnp.broadcast_to(step, c.shape)))
+        offset += q * n
     return out
+
+
+def _keep_from_words(x0, x1, w: int, dropout: float):
+    """Layer mask ``(w, n)``: row ``s q + j`` from 16-bit half ``s`` of ``(x0, x1)[j]``."""
+    q, n = x0.shape
+    t = np.uint32(min(round(dropout * 2**16), 2**16 - 1))
+    s = lax.broadcasted_iota(jnp.uint32, (4, q, n), 0)
+    word = jnp.where(s < 2, x0[None], x1[None])
+    half = (word >> ((s & np.uint32(1)) * np.uint32(16))) & np.uint32(0xFFFF)
+    return (half >= t).reshape(4 * q, n)[:w]
+
+
+def dropout_keep(words, step, widths, n: int, dropout: float):
+    r"""Keep masks ``[(w, n) for w in widths]`` (feature-major) of one training step.
+
+    One Threefry call gives four masks: a layer of width $w$ takes $q = \lceil w/4
+    \rceil$ rows of counters; counter $(o + j n + m, \text{step})$ ($o$ the earlier
+    layers' counters, $j < q$, $m < n$) yields the words $x_0, x_1$ of
+    `jaxsolve.core.random.threefry2x32` with key ``words``, and unit $(s q + j, m)$ is
+    kept when the 16-bit half $s$ (0: low of $x_0$, 1: high of $x_0$, 2, 3: of $x_1$)
+    is at least $\lfloor p\,2^{16} \rceil$ (keep probability $1 - p$ to within
+    $2^{-17}$). ``step`` may be traced (a uint32 or int).
+    """
+    xw = _mask_words(words, step, widths, n)
+    return [_keep_from_words(x0, x1, w, dropout) for (x0, x1), w in zip(xw, widths, strict=True)]
 
 
 def apply_mlp(params, X, *, key=None, dropout: float = 0.1):
@@ -146,7 +169,7 @@ def mse(params, X, y, key=None, dropout: float = 0.1):
     return jnp.mean((apply_mlp(params, X, key=key, dropout=dropout) - y) ** 2)
 
 
-def _loss_and_grad(params, Xt, y, words, step, dropout: float):
+def _loss_and_grad(params, Xt, y, words, step, dropout: float, mask_words=None):
     r"""`mse` and its gradient in ``params`` for the transposed inputs ``Xt`` ``(K, n)``.
 
     Feature-major: $Z_l = W_l^\top H_{l-1} + b_l$, $H_l = D_l \odot \mathrm{GELU}(Z_l)$
@@ -160,7 +183,14 @@ def _loss_and_grad(params, Xt, y, words, step, dropout: float):
     n = Xt.shape[1]
     L = len(params)
     widths = [W.shape[1] for W, _ in params[:-1]]
-    keep = dropout_keep(words, step, widths, n, dropout) if dropout > 0 else None
+    keep = None
+    if dropout > 0:
+        if mask_words is None:
+            mask_words = _mask_words(words, step, widths, n)
+        keep = [
+            _keep_from_words(x0, x1, w, dropout)
+            for (x0, x1), w in zip(mask_words, widths, strict=True)
+        ]
     scale = 1 / (1 - dropout)
     inv_sqrt2 = np.asarray(1 / np.sqrt(2), dtype)
     inv_sqrt2pi = np.asarray(1 / np.sqrt(2 * np.pi), dtype)
@@ -212,14 +242,21 @@ def train_mlp(params, X, y, key, *, epochs: int, lr, dropout: float = 0.1, opt_s
     # make XLA:CPU run them on its generic kernel)
     Xt = lax.optimization_barrier(jnp.asarray(X).T)
     words = _key_words(key)
+    widths = [W.shape[1] for W, _ in params[:-1]]
+    n = Xt.shape[1]
+
+    def masks(step):
+        return _mask_words(words, step, widths, n) if dropout > 0 else None
 
     def epoch(carry, step):
-        p, s = carry
-        loss, g = _loss_and_grad(p, Xt, y, words, step, dropout)
+        p, s, mw = carry
+        loss, g = _loss_and_grad(p, Xt, y, words, step, dropout, mask_words=mw)
         u, s = opt.update(jax.tree.unflatten(treedef, jax.tree.leaves(g)), s, p)
-        return (optax.apply_updates(p, u), s), loss
+        # the next epoch's mask words ride in the carry: stored once, not recomputed
+        # by every fusion that reads the masks
+        return (optax.apply_updates(p, u), s, masks(step + 1)), loss
 
-    (params, opt_state), losses = jax.lax.scan(
-        epoch, (params, opt_state), jnp.arange(epochs, dtype=jnp.uint32)
+    (params, opt_state, _), losses = jax.lax.scan(
+        epoch, (params, opt_state, masks(0)), jnp.arange(epochs, dtype=jnp.uint32)
     )
     return params, opt_state, losses

@@ -80,12 +80,15 @@ def test_dropout_masks_keep_one_minus_p_and_are_reproducible():
     k = np.concatenate([np.asarray(a).ravel() for a in keep])
     # 192,000 Bernoulli(0.9) draws: the count within 4 standard deviations
     assert abs(k.mean() - 0.9) < 4 * np.sqrt(0.09 / k.size)
-    # the threshold: word 0 of JAX's own Threefry at counter (unit index, step) >= p 2^32
-    units = jnp.arange(128 * 1000, 128 * 1000 + 500, dtype=jnp.uint32)
-    x0 = threefry_2x32(words, jnp.concatenate([units, jnp.full(500, 7, jnp.uint32)]))[:500]
-    np.testing.assert_array_equal(
-        k[128 * 1000 : 128 * 1000 + 500], np.asarray(x0) >= np.uint32(round(0.1 * 2**32))
-    )
+    # the threshold: layer 2 (q = 16 counter rows after layer 1's 32) row s 16 + j takes
+    # 16-bit half s of JAX's own Threefry at counter (32 000 + 1000 j + m, step) >= p 2^16
+    units = jnp.arange(32 * 1000 + 1000 * 3, 32 * 1000 + 1000 * 3 + 500, dtype=jnp.uint32)
+    x = np.asarray(threefry_2x32(words, jnp.concatenate([units, jnp.full(500, 7, jnp.uint32)])))
+    halves = (x[:500] & 0xFFFF, x[:500] >> 16, x[500:] & 0xFFFF, x[500:] >> 16)
+    for h, half in enumerate(halves):
+        np.testing.assert_array_equal(
+            np.asarray(keep[1])[16 * h + 3, :500], half >= np.uint32(round(0.1 * 2**16))
+        )
     # independent across units, steps and keys: no correlation between neighbours
     other = np.asarray(dropout_keep(words, 8, (128,), 1000, 0.1)[0]).ravel()
     lane2 = np.asarray(dropout_keep(_key_words(jax.random.key(12)), 7, (128,), 1000, 0.1)[0])
