@@ -136,7 +136,7 @@ def frank_wolfe_gap(f, constraint, x, g=None):
     if jnp.shape(x) != (f.n,):
         raise ValueError(f"x must have shape ({f.n},) (one entry per item), got {jnp.shape(x)}")
     g = f.supergradient(x) if g is None else g
-    return jnp.dot(g, constraint.lmo(g) - x)
+    return constraint.support(g) - jnp.dot(g, x)
 
 
 def _relative(gap, value):

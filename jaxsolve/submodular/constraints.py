@@ -8,7 +8,8 @@ Each is a pytree (its numbers are leaves, so a batch of budgets is a `vmap`):
 
 Each offers the exact Euclidean projection (from `jaxsolve.projections`), an
 approximate one with a certified error (`project_approx`), the linear maximization
-oracle $\max_{s \in P}\langle g, s\rangle$ (for the Frank-Wolfe gap), a feasible
+oracle $\arg\max_{s \in P}\langle g, s\rangle$ and its value (`support`, for the
+Frank-Wolfe gap), a feasible
 starting point and a feasibility test of a 0/1 set.
 
 Approximate projection: every projection here is $x(\tau) = \operatorname{clip}(y - \tau
@@ -110,6 +111,45 @@ class Cardinality(eqx.Module):
         """$\\arg\\max_{s \\in P}\\langle g, s\\rangle$: the top-$k$ positive entries."""
         return _top_mask(g, self.k)
 
+    def support(self, g):
+        r"""$\max_{s \in P}\langle g, s\rangle$, the sum of the $k$ largest positive entries,
+        without a sort.
+
+        By LP duality it is $\min_{\tau \ge 0} h(\tau)$ with
+        $h(\tau) = k\tau + \sum_j \max(g_j - \tau, 0)$, and $h(\tau)$ equals it for every
+        $\tau$ with exactly $k$ entries above it. Bisection on $\tau$ until that holds takes
+        ~15-25 passes over $g$ (more only at ties, capped at the dtype's mantissa bits + 8),
+        against an argsort: ~0.1 ms instead of ~0.4 ms at $n = 5000$ inside the solver's
+        loop, where the certificate needs it every step. Every $h(\tau)$, $\tau \ge 0$, is
+        at least the maximum (weak duality), so a bound built on it stays valid even where
+        the bisection stops early.
+        """
+        k = self.k.astype(g.dtype)
+        gp = jnp.maximum(g, 0)
+        above = lambda t: jnp.sum((gp > t).astype(g.dtype))
+        hi = jnp.where(above(jnp.zeros((), g.dtype)) <= k, 0, jnp.max(gp))
+        limit = int(jnp.finfo(g.dtype).nmant) + 8
+
+        def cond(c):
+            lo, hi, count, i = c
+            return (count != k) & (hi > 0) & (i < limit)
+
+        def body(c):
+            lo, hi, count, i = c
+            mid = 0.5 * (lo + hi)
+            a = above(mid)
+            more = a > k
+            return (
+                jnp.where(more, mid, lo),
+                jnp.where(more, hi, mid),
+                jnp.where(more, count, a),
+                i + 1,
+            )
+
+        init = (jnp.zeros((), g.dtype), hi, above(hi), jnp.int32(0))
+        _, tau, _, _ = jax.lax.while_loop(cond, body, init)
+        return k * tau + jnp.sum(jnp.maximum(gp - tau, 0))
+
     def start(self, n: int, dtype):
         return jnp.full(n, jnp.minimum(self.k / n, 1), dtype)
 
@@ -145,6 +185,10 @@ class Knapsack(eqx.Module):
         take = jnp.clip((self.budget - before) / cs, 0, 1)
         take = jnp.where(ratio[order] > -jnp.inf, take, 0)
         return jnp.zeros_like(g).at[order].set(take)
+
+    def support(self, g):
+        """$\\max_{s \\in P}\\langle g, s\\rangle = \\langle g, \\mathrm{lmo}(g)\\rangle$."""
+        return jnp.dot(g, self.lmo(g))
 
     def start(self, n: int, dtype):
         return jnp.full(n, jnp.minimum(self.budget / jnp.sum(self.costs), 1), dtype)
@@ -190,6 +234,10 @@ class PartitionMatroid(eqx.Module):
         pos = jnp.arange(n, dtype=jnp.int32) - start[self.groups[order]]
         take = (pos < self.caps[self.groups[order]]) & (g[order] > 0)
         return jnp.zeros_like(g).at[order].set(take.astype(g.dtype))
+
+    def support(self, g):
+        """$\\max_{s \\in P}\\langle g, s\\rangle = \\langle g, \\mathrm{lmo}(g)\\rangle$."""
+        return jnp.dot(g, self.lmo(g))
 
     def start(self, n: int, dtype):
         counts = jax.ops.segment_sum(jnp.ones(n, dtype), self.groups, self.num_groups)

@@ -53,6 +53,40 @@ def test_lmo_is_the_lp_optimum(which):
         assert np.all(A @ s <= b + 1e-12) and s.min() >= 0 and s.max() <= 1
         lp = linprog(-g, A_ub=A, b_ub=b, bounds=[(0, 1)] * N, method="highs")
         np.testing.assert_allclose(g @ s, -lp.fun, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(
+            float(c.support(jnp.asarray(g))), -lp.fun, rtol=1e-10, atol=1e-12
+        )
+
+
+def test_cardinality_support_without_sort_equals_top_k_sum():
+    """The bisection's value is the sum of the k largest positive entries: ties at the k-th
+    entry, fewer than k positive entries, all negative, n = 5000; float32 and under vmap."""
+    rng = np.random.default_rng(7)
+    support = jax.jit(lambda c, g: c.support(g))
+    for n, k in ((5000, 500), (5000, 50), (12, 4), (12, 12)):
+        c = sm.cardinality(k)
+        for case in range(4):
+            g = rng.normal(size=n)
+            if case == 1:
+                g = np.round(g, 1)  # many ties, also at the k-th entry
+            elif case == 2:
+                g = -np.abs(g)
+            elif case == 3:
+                g[: n - k + 2] = -1.0  # k - 2 positive entries
+            top = np.sort(np.maximum(g, 0))[::-1][:k].sum()
+            np.testing.assert_allclose(
+                float(support(c, jnp.asarray(g))), top, rtol=1e-12, atol=1e-12
+            )
+    g32 = rng.normal(size=1000).astype(np.float32)
+    top32 = np.sort(np.maximum(g32, 0).astype(np.float64))[::-1][:100].sum()
+    np.testing.assert_allclose(
+        float(support(sm.cardinality(100), jnp.asarray(g32))), top32, rtol=1e-5
+    )
+    G = rng.normal(size=(6, 40))
+    ks = jnp.arange(1.0, 7.0)
+    batched = jax.vmap(lambda k, g: sm.cardinality(k).support(g))(ks, jnp.asarray(G))
+    loop = [np.sort(np.maximum(G[i], 0))[::-1][: i + 1].sum() for i in range(6)]
+    np.testing.assert_allclose(np.asarray(batched), loop, rtol=1e-12)
 
 
 def test_start_is_feasible_and_feasible_check():
