@@ -396,6 +396,11 @@ class SCM(eqx.Module):
 
     def singleton_values(self) -> Float[Array, " n"]:
         """$f(\\{j\\})$ for every item $j$ (one pass over $M$)."""
+        if self.columns is not None:  # per column: gathers, not the scatter below (~5x faster)
+            rows, vals = self.columns
+            w = jnp.take(self.weights, rows, mode="fill", fill_value=0)  # padding: weight 0
+            cap = jnp.take(self.cap, rows, mode="fill", fill_value=1)
+            return jnp.sum(w * self.phi.value(vals, cap), axis=1)
         if isinstance(self.M, sparse.BCOO):
             rows, cols = self.M.indices[:, 0], self.M.indices[:, 1]
             vals = self.weights[rows] * self.phi.value(self.M.data, self.cap[rows])
