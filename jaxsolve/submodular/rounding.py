@@ -366,7 +366,8 @@ def fill(f, constraint, S: Bool[Array, " n"], priority: Float[Array, " n"]) -> B
     _, groups, g = _layout(constraint, n, dtype)
     caps = constraint.caps if isinstance(constraint, PartitionMatroid) else constraint.k[None]
     room = jnp.round(caps).astype(jnp.int32) - jax.ops.segment_sum(S.astype(jnp.int32), groups, g)
-    order = order[jnp.argsort(groups[order], stable=True)]  # by group, `order` within
+    if g > 1:  # by group, `order` within (one group: `order` already is)
+        order = order[jnp.argsort(groups[order], stable=True)]
     free = ~S[order]
     grp = groups[order]
     counts = jax.ops.segment_sum(free.astype(jnp.int32), groups[order], g)
