@@ -410,6 +410,7 @@ def main(argv=None):
         med = {
             t: (np.median([r["wall"] for r in rows]), np.median([r["cpu"] for r in rows]))
             for t, rows in timing.items()
+            if rows  # a count not run (--thread-repeats 0) is left out
         }
         fast = min(med, key=lambda t: med[t][0])
         rw = med[fast][0]
