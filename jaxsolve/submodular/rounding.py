@@ -131,16 +131,19 @@ def _pairwise(x, w, groups, num_groups, round_up: bool, f):
     count = jnp.sum(frac0.astype(jnp.int32))
     z0 = f.modular(x)
     if f.sparse:
-        gain, move = _sparse_moves(f)
+        direction, gain, move = _sparse_moves(f)
     else:
         MT = f.M.T  # rows of M^T are the items' columns: contiguous reads in the loop
         value = lambda z: jnp.dot(f.weights, f.phi.value(z, f.cap))
 
-        def gain(z, i, j, wi, wj, theta):  # F(z + theta d) up to a constant
-            return value(z + theta * (MT[i] / wi - MT[j] / wj))
+        def direction(i, j, wi, wj):
+            return MT[i] / wi - MT[j] / wj
 
-        def move(z, i, j, wi, wj, theta):
-            return z + theta * (MT[i] / wi - MT[j] / wj)
+        def gain(z, d, theta):  # F(z + theta d) up to a constant
+            return value(z + theta * d)
+
+        def move(z, d, theta):
+            return z + theta * d
 
     def body(carry):
         x, z, cur, grp, p = carry
@@ -153,8 +156,9 @@ def _pairwise(x, w, groups, num_groups, round_up: bool, f):
         xi, wi, wj = x[i], w[i], w[j]
         up = jnp.minimum((1 - xi) * wi, xj * wj)  # theta_+ : x_i up, x_j down
         dn = jnp.minimum(xi * wi, (1 - xj) * wj)  # -theta_- : x_i down, x_j up
-        take_up = gain(z, i, j, wi, wj, up) >= gain(z, i, j, wi, wj, -dn)
-        z = move(z, i, j, wi, wj, jnp.where(pair, jnp.where(take_up, up, -dn), 0))
+        d = direction(i, j, wi, wj)  # once per move, read by both gains and the move
+        take_up = gain(z, d, up) >= gain(z, d, -dn)
+        z = move(z, d, jnp.where(pair, jnp.where(take_up, up, -dn), 0))
         theta = jnp.where(pair, jnp.where(take_up, up, -dn), 0)
         xi_new = snap(xi + theta / wi)
         xj_new = snap(xj - theta / wj)
@@ -263,7 +267,7 @@ def _pairwise_random(x, w, groups, num_groups, keys, round_up: bool):
 
 
 def _sparse_moves(f):
-    """`(gain, move)` of the derandomized pass for a `BCOO` `f`, in $O(p)$ per move.
+    """`(direction, gain, move)` of the derandomized pass for a `BCOO` `f`, in $O(p)$ per move.
 
     The direction $d = M_{:i}/w_i - M_{:j}/w_j$ touches only the rows of columns $i$
     and $j$ (`f.columns`, rows ascending, padding row $m$ last), so
@@ -273,7 +277,7 @@ def _sparse_moves(f):
     rows, vals = f._columns()
     m = f.weights.shape[0]
 
-    def terms(z, i, j, wi, wj):
+    def direction(i, j, wi, wj):
         ri, rj = rows[i], rows[j]
         pi = jnp.clip(jnp.searchsorted(rj, ri), 0, rj.shape[0] - 1)
         pj = jnp.clip(jnp.searchsorted(ri, rj), 0, ri.shape[0] - 1)
@@ -284,18 +288,18 @@ def _sparse_moves(f):
         r = jnp.concatenate([ri, rj])
         return r, jnp.concatenate([ci, cj])
 
-    def gain(z, i, j, wi, wj, theta):
-        r, c = terms(z, i, j, wi, wj)
+    def gain(z, d, theta):
+        r, c = d
         zr = jnp.take(z, r, mode="fill", fill_value=0)
         wr = jnp.take(f.weights, r, mode="fill", fill_value=0)
         cap = jnp.take(f.cap, r, mode="fill", fill_value=0)
         return jnp.dot(wr, f.phi.value(zr + theta * c, cap) - f.phi.value(zr, cap))
 
-    def move(z, i, j, wi, wj, theta):
-        r, c = terms(z, i, j, wi, wj)
+    def move(z, d, theta):
+        r, c = d
         return z.at[r].add(theta * c, mode="drop")
 
-    return gain, move
+    return direction, gain, move
 
 
 def pipage(x: Float[Array, " n"], constraint, key=None, f=None) -> Bool[Array, " n"]:
