@@ -231,9 +231,10 @@ def _behind_roof(ref_state):
     return int(np.sum((np.abs(d[:, 0]) < 0.5) & (d[:, 1] > 0.25)))
 
 
-def _compare(env, pol, configs, iters, seeds, E, B, R, G, maze):
-    """Rows of the per-seed table, one block per AutoQD configuration; CMA-MAE (which
-    no AutoQD setting changes) is run once per seed and shared by the blocks."""
+def _compare(env, pol, configs, iters, seeds, E, B, R, G, maze, label=""):
+    """Per-seed rows (one block per AutoQD configuration) and per configuration the
+    arrays ``(qd_a, qd_b, vendi_a, vendi_b)`` over the seeds; CMA-MAE (which no AutoQD
+    setting changes) runs once per seed and is shared by the blocks."""
     ref = grid_archive(solution_dim=pol.n_params, dims=(G, G), ranges=env.descriptor_ranges)
     hand = jax.jit(lambda key: _hand_cma_mae(env, pol, ref, key, iters, E, B, R, G))
     base = {}
@@ -241,9 +242,9 @@ def _compare(env, pol, configs, iters, seeds, E, B, R, G, maze):
         t0 = time.perf_counter()
         b = jax.block_until_ready(hand(jax.random.key(seed)))
         base[seed] = (b, time.perf_counter() - t0)
-    rows, tally = [], []
+    rows, per = [], []
     for name, kw in configs:
-        wins_qd = wins_v = 0
+        got = []
         for seed in range(seeds):
             t0 = time.perf_counter()
             a = jax.block_until_ready(
@@ -255,8 +256,9 @@ def _compare(env, pol, configs, iters, seeds, E, B, R, G, maze):
             b, tb = base[seed]
             sa, sb = ref.stats(a), ref.stats(b)
             va, vb = _vendi(a), _vendi(b)
-            wins_qd += float(sa.qd_score) >= float(sb.qd_score)
-            wins_v += va[0] >= vb[0]
+            got.append((float(sa.qd_score), float(sb.qd_score), va[0], vb[0]))
+            if maze:
+                got[-1] += (_behind_roof(a), _behind_roof(b))
             row = (
                 f"| {seed} | {float(sa.qd_score):.1f} | {float(sb.qd_score):.1f} | "
                 f"{100 * float(sa.coverage):.1f}% | {100 * float(sb.coverage):.1f}% | "
@@ -264,65 +266,141 @@ def _compare(env, pol, configs, iters, seeds, E, B, R, G, maze):
             )
             if maze:
                 row += f"{_behind_roof(a)} / {_behind_roof(b)} | "
-            rows.append(("" if name is None else f"| {name} ") + row + f"{ta:.1f} / {tb:.1f} |")
-            print(rows[-1], flush=True)
-        tally.append((name, wins_qd, wins_v))
-    return rows, tally
-
-
-def autoqd_table(iters=100, seeds=3, E=5, B=16, R=4, G=50, cmd="python bench/blackbox.py --autoqd"):
-    """Section 3 on the open arena (module docstring): lines of Markdown."""
-    env = PointMass()
-    pol = linear_policy(env.obs_dim, env.act_dim)
-    budget = iters * E * B
-    lines = [
-        AQD_HEADER,
-        "",
-        f"`{cmd}`, {datetime.date.today()}, {os.cpu_count()} cores, "
-        f"float64. Equal budget: {iters} iterations x {E} emitters x {B} = {budget} policies "
-        f"per run, {R} episodes each (horizon {env.horizon}); linear policies "
-        f"({pol.n_params} parameters), sigma0 0.5, learning rate 0.01, threshold_min 0. "
-        f"AutoQD: k = 2 learned descriptors on a {G} x {G} grid over [-1, 1]^2, "
-        "D = 100 features, bandwidth 1, gamma 0.99, refit every 10 iterations. CMA-MAE: "
-        f"a {G} x {G} grid over the final position. Common archive: {G} x {G}, elitist, "
-        "every evaluated policy of the arm inserted (mean return, mean final position).",
-        "",
-        "| seed | AutoQD QD score | CMA-MAE QD score | AutoQD coverage | CMA-MAE coverage "
-        "| AutoQD Vendi (sqrt(d/6) / 0.1) | CMA-MAE Vendi (sqrt(d/6) / 0.1) | seconds (AutoQD / CMA-MAE) |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    rows, [(_, wins_qd, wins_v)] = _compare(
-        env, pol, [(None, dict(k=2, dims=(G, G)))], iters, seeds, E, B, R, G, maze=False
-    )
-    lines += rows
-    lines += [
-        "",
-        f"AutoQD's QD score >= CMA-MAE's in {wins_qd} of {seeds} seeds (target 2 of 3); "
-        f"Vendi (sqrt(d/6)) >= in {wins_v} of {seeds}. Seconds include compilation on the "
-        "first seed (both arms reuse their program afterwards). Not verified, but a likely "
-        "reason for the gap: here the hand-crafted descriptor is exactly what the common "
-        "archive scores, so arm (b) searches the scoring space itself, while AutoQD's two "
-        "learned axes summarize whole discounted trajectories (positions, velocities, "
-        "actions), of which the final position is one part.",
-        "",
-    ]
-    return lines
+            row = ("" if name is None else f"| {label}{name} ") + row + f"{ta:.1f} / {tb:.1f} |"
+            print(row, flush=True)
+            rows.append((seed, row))
+        per.append((name, np.asarray(got).T))
+    return rows, per
 
 
 MAZE_CONFIGS = (
     ("k 4, gamma 0.999", dict(k=4, dims=(7, 7, 7, 7), gamma=0.999)),
     ("k 2, gamma 0.99", dict(k=2, dims=(50, 50), gamma=0.99)),
 )
+SETTINGS = (
+    "AutoQD: D = 100 features, bandwidth 1, refit every 10 iterations, and two settings: "
+    "the paper's k = 4 learned descriptors with gamma 0.999 on a 7^4 = 2401-cell grid, "
+    "and k = 2, gamma 0.99 on 50 x 50 (what this section reported before). CMA-MAE: a 50 x 50 "
+    "grid over the final position, run once per seed; the AutoQD settings of a seed are "
+    "compared with the same run. Common archive: 50 x 50 over the final position, "
+    "elitist, every evaluated policy of the arm inserted (mean return, mean final "
+    "position)."
+)
+
+
+def _policy_kinds(hiddens):
+    return " and ".join(
+        f"one-hidden-layer MLP, {h} tanh units, {mlp_policy(5, 2, h).n_params} parameters"
+        if h
+        else "linear, 12 parameters"
+        for h in hiddens
+    )
+
+
+def _blocks(env, hiddens, long_hidden, iters, seeds, more_seeds, long, E, B, R, G, maze):
+    """The per-seed table (seeds ``0 .. seeds-1``) and the summary (wins over
+    ``more_seeds`` seeds, and the paper's setting at ``long`` times the budget with
+    ``long_hidden`` units, 0 skipping it): lines of Markdown."""
+    n_all = max(seeds, more_seeds)
+    roof = "| cells behind the roof (AutoQD / CMA-MAE) " if maze else ""
+    table = [
+        "| policy, AutoQD setting | seed | AutoQD QD score | CMA-MAE QD score "
+        "| AutoQD coverage | CMA-MAE coverage | AutoQD Vendi (sqrt(d/6) / 0.1) "
+        f"| CMA-MAE Vendi (sqrt(d/6) / 0.1) {roof}| seconds (AutoQD / CMA-MAE) |",
+        "|---|---|---|---|---|---|---|---|" + ("---|" if maze else "") + "---|",
+    ]
+    summary = [
+        "",
+        f"Wins of AutoQD (>=) per setting, on seeds 0-{seeds - 1} (the issue's bar: QD "
+        f"score in 2 of 3 and a higher Vendi) and on seeds 0-{n_all - 1}, with the mean "
+        "relative difference (AutoQD / CMA-MAE - 1) over those:",
+        "",
+        f"| policy, AutoQD setting | QD wins, {seeds} seeds | Vendi wins, {seeds} seeds "
+        f"| QD wins, {n_all} seeds | Vendi wins, {n_all} seeds | mean QD difference "
+        "| mean Vendi difference "
+        + ("| mean cells behind the roof (AutoQD / CMA-MAE) " if maze else "")
+        + f"| bar met on seeds 0-{seeds - 1} |",
+        "|---|---|---|---|---|---|---|" + ("---|" if maze else "") + "---|",
+    ]
+    runs = [(h, iters, MAZE_CONFIGS, "") for h in hiddens]
+    if long and long != 1:
+        runs.append((long_hidden, long * iters, MAZE_CONFIGS[:1], f"{long}x budget, "))
+
+    def bar(qa, qb, va, vb):  # QD >= in 2 of 3 seeds, mean Vendi over them higher
+        n = seeds
+        return np.sum(qa[:n] >= qb[:n]) >= 2 * n / 3 and np.mean(va[:n]) > np.mean(vb[:n])
+
+    for h, its, configs, tag in runs:
+        pol = mlp_policy(5, 2, h) if h else linear_policy(env.obs_dim, env.act_dim)
+        label = tag + (f"MLP {h}, " if h else "linear, ")
+        rows, per = _compare(env, pol, configs, its, n_all, E, B, R, G, maze, label)
+        if not tag:
+            table += [r for seed, r in rows if seed < seeds]
+        for name, got in per:
+            qa, qb, va, vb = got[:4]
+            w = lambda x, y, n: int(np.sum(x[:n] >= y[:n]))  # noqa: E731
+            summary.append(
+                f"| {label}{name} | {w(qa, qb, seeds)} of {seeds} | {w(va, vb, seeds)} of "
+                f"{seeds} | {w(qa, qb, n_all)} of {n_all} | {w(va, vb, n_all)} of {n_all} "
+                f"| {100 * np.mean(qa / qb - 1):+.1f}% | {100 * np.mean(va / vb - 1):+.1f}% "
+                + (f"| {np.mean(got[4]):.1f} / {np.mean(got[5]):.1f} " if maze else "")
+                + f"| {'yes' if bar(qa, qb, va, vb) else 'no'} |"
+            )
+    return (
+        table
+        + summary
+        + [
+            "",
+            "'Bar met': QD score >= CMA-MAE's in at least 2 of the 3 seeds and a higher mean "
+            "Vendi (sqrt(d/6)) over them. Seconds include compilation on the first seed of "
+            "each arm, policy and setting.",
+            "",
+        ]
+    )
+
+
+def autoqd_table(
+    iters=100, seeds=3, more_seeds=10, long=3, E=5, B=16, R=4, G=50,
+    cmd="python bench/blackbox.py --autoqd",
+):  # fmt: skip
+    """Section 3 on the open arena (module docstring): lines of Markdown."""
+    env = PointMass()
+    budget = iters * E * B
+    lines = [
+        AQD_HEADER,
+        "",
+        f"`{cmd}`, {datetime.date.today()}, {os.cpu_count()} cores, "
+        f"float64. Equal budget: {iters} iterations x {E} emitters x {B} = {budget} policies "
+        f"per run, {R} episodes each (horizon {env.horizon}); {_policy_kinds((0,))} for both "
+        "arms, sigma0 0.5, learning rate 0.01, threshold_min 0. " + SETTINGS,
+        "",
+    ]
+    lines += _blocks(env, (0,), 0, iters, seeds, more_seeds, long, E, B, R, G, False)
+    lines += [
+        "Reading (not verified beyond these runs). At 8000 policies the paper's k = 4, "
+        "gamma 0.999 meets the issue's bar and is ahead in nearly every seed; k = 2, "
+        "gamma 0.99 (what this section reported before) loses by 20-30% on QD score. "
+        "A likely reason for the difference: four learned axes over a near-undiscounted "
+        "occupancy give the emitters enough independent directions that the final "
+        "positions spread as well, while two axes summarize whole trajectories, of which "
+        "the final position is one part. The win does not hold with budget: at three "
+        "times the budget CMA-MAE, which searches the scoring space itself, is ahead in "
+        "every seed, so AutoQD's advantage here is faster early coverage, not a better "
+        "final archive.",
+        "",
+    ]
+    return lines
 
 
 def maze_table(
-    iters=100, seeds=3, E=5, B=16, R=4, G=50, hidden=0,
+    iters=100, seeds=3, more_seeds=10, long=3, E=5, B=16, R=4, G=50, hiddens=(0, 8),
     cmd="python bench/blackbox.py --autoqd --env maze",
 ):  # fmt: skip
-    """Section 3 on `point_mass_maze` (module docstring): lines of Markdown."""
+    """Section 3 on `point_mass_maze` (module docstring): lines of Markdown. The table
+    shows seeds ``0 .. seeds-1`` (the issue's three); the summary counts wins over
+    ``more_seeds`` seeds, because the margins are small, and adds the MLP at the
+    paper's setting with ``long`` times the budget (0 skips it)."""
     env = point_mass_maze()
-    pol = mlp_policy(5, 2, hidden) if hidden else linear_policy(env.obs_dim, env.act_dim)
-    kind = f"one-hidden-layer MLP policies ({hidden} tanh units" if hidden else "linear policies ("
     budget = iters * E * B
     lines = [
         MAZE_HEADER,
@@ -332,32 +410,32 @@ def maze_table(
         "(roof y = 0.25 for |x| <= 0.5, sides x = +-0.5 for -0.35 <= y <= 0.25, open "
         "downwards; jaxsolve/blackbox/envs.py). Equal budget: "
         f"{iters} iterations x {E} emitters x {B} = {budget} policies per run, {R} episodes "
-        f"each (horizon {env.horizon}); {kind}{pol.n_params} parameters) for both arms, "
-        "sigma0 0.5, learning rate 0.01, threshold_min 0, as in the open arena. AutoQD: "
-        "D = 100 features, bandwidth 1, refit every 10 iterations, and two settings: the "
-        "paper's k = 4 learned descriptors with gamma 0.999 on a 7^4 = 2401-cell grid, and "
-        f"the open arena's k = 2, gamma 0.99 on {G} x {G}. CMA-MAE: unchanged, a {G} x {G} "
-        "grid over the final position (run once per seed; both AutoQD rows of a seed are "
-        f"compared with the same run). Common archive: {G} x {G} over the final position, "
-        "elitist, every evaluated policy of the arm inserted (mean return, mean final "
-        "position). 'Behind the roof': occupied common-archive cells with |x| < 0.5, "
-        "y > 0.25, the region reached only by leaving the cup and coming back round.",
+        f"each (horizon {env.horizon}); the same policy class for both arms "
+        f"({_policy_kinds(hiddens)}), sigma0 0.5, learning rate 0.01, threshold_min 0, as "
+        "in the open arena. " + SETTINGS + " 'Behind the roof': occupied common-archive "
+        "cells with |x| < 0.5, y > 0.25, the region reached only by leaving the cup and "
+        "coming back round.",
         "",
-        "| AutoQD setting | seed | AutoQD QD score | CMA-MAE QD score | AutoQD coverage "
-        "| CMA-MAE coverage | AutoQD Vendi (sqrt(d/6) / 0.1) | CMA-MAE Vendi (sqrt(d/6) / 0.1) "
-        "| cells behind the roof (AutoQD / CMA-MAE) | seconds (AutoQD / CMA-MAE) |",
-        "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    rows, tally = _compare(env, pol, MAZE_CONFIGS, iters, seeds, E, B, R, G, maze=True)
-    lines += rows + [""]
+    long_hidden = 8 if 8 in hiddens else hiddens[-1]
+    lines += _blocks(env, hiddens, long_hidden, iters, seeds, more_seeds, long, E, B, R, G, True)
     lines += [
-        f"{name}: AutoQD's QD score >= CMA-MAE's in {q} of {seeds} seeds (target 2 of 3); "
-        f"Vendi (sqrt(d/6)) >= in {v} of {seeds}."
-        for name, q, v in tally
-    ]
-    lines += [
-        "",
-        "Seconds include compilation on the first seed of each arm and setting.",
+        "Reading (not verified beyond these runs). The maze does not help AutoQD "
+        "against CMA-MAE here; if anything it hurts it. In the open arena the paper's "
+        "setting (k = 4, gamma 0.999) is ahead on both measures in most seeds (previous "
+        "section, at 8000 policies); in the maze the same setting is behind on QD score with linear "
+        "policies and level with MLP policies (QD wins about a coin toss over ten seeds, "
+        "a Vendi margin under 1%), and at three times the budget CMA-MAE pulls ahead, "
+        "as in the open arena. "
+        "What likely limits it: the cup makes the final position hard to search only near "
+        "its walls, and the region it hides (behind the roof) is reached by few policies "
+        "of either arm at these budgets (last columns), so it adds little to either "
+        "score. A guess for why the walls cost AutoQD more: a policy pressed against a "
+        "wall and one that slid along it end close together but embed far apart, so "
+        "AutoQD's archive spends cells on trajectory differences the final-position "
+        "archive does not reward. The novelty-search argument needs a maze whose hidden "
+        "region is large and reachable within the budget (several walls, a longer "
+        "horizon); the paper's wins over RegularQD are in MuJoCo with far larger budgets.",
         "",
     ]
     return lines
@@ -391,7 +469,6 @@ def main(argv=None):
         default="open",
         help="with --autoqd: the open arena (default), the maze, or both",
     )
-    ap.add_argument("--hidden", type=int, default=0, help="maze: MLP hidden units (0: linear)")
     ap.add_argument(
         "--genbo", action="store_true", help="run bench/genbo.py with the other arguments"
     )
@@ -412,8 +489,7 @@ def main(argv=None):
             section = autoqd_table(cmd=base) + [provenance()]
             path.write_text(_replace_section(path, AQD_HEADER, section) + "\n")
         if a.env in ("maze", "both"):
-            cmd = base + " --env maze" + (f" --hidden {a.hidden}" if a.hidden else "")
-            section = maze_table(hidden=a.hidden, cmd=cmd) + [provenance()]
+            section = maze_table(cmd=base + " --env maze") + [provenance()]
             path.write_text(_replace_section(path, MAZE_HEADER, section) + "\n")
         print(f"wrote {path}")
         return
@@ -475,9 +551,9 @@ def main(argv=None):
     if importlib.util.find_spec("cma") is not None:
         cma_table(lines, 2 if a.quick else 5)
     cmd = f"python bench/blackbox.py{' --quick' if a.quick else ''}"
-    small = dict(iters=20, seeds=1) if a.quick else {}
+    small = dict(iters=20, seeds=1, more_seeds=1, long=0) if a.quick else {}
     lines += autoqd_table(**small, cmd=cmd)
-    lines += maze_table(**small, cmd=cmd)
+    lines += maze_table(**small, hiddens=(8,) if a.quick else (0, 8), cmd=cmd)
     write_results("blackbox", "\n".join(lines), quick=a.quick, out=a.out)
 
 
