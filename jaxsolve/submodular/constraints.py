@@ -148,7 +148,9 @@ class Cardinality(eqx.Module):
 
         init = (jnp.zeros((), g.dtype), hi, above(hi), jnp.int32(0))
         _, tau, _, _ = jax.lax.while_loop(cond, body, init)
-        return k * tau + jnp.sum(jnp.maximum(gp - tau, 0))
+        # a dot product, not a sum: batch-invariant rounding (a vmapped solve must stop
+        # at the same step as the single one; the counts above are exact either way)
+        return k * tau + jnp.dot(jnp.maximum(gp - tau, 0), jnp.ones_like(gp))
 
     def start(self, n: int, dtype):
         return jnp.full(n, jnp.minimum(self.k / n, 1), dtype)
