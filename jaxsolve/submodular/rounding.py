@@ -110,14 +110,9 @@ def _check_point(x, constraint) -> None:
         )
 
 
-def _pairwise(x, w, groups, num_groups, round_up: bool, f):
-    """The derandomized pairwise pass (see the module) over the fractional items: each
-    move goes to the end with the larger $F$, with $Mx$ updated along the way ($O(m)$
-    per move, $O(p)$ for a `BCOO` `f`); a 0/1 vector. The randomized passes are
-    `_pairwise_random`."""
-    dtype = x.dtype
-    tol = 1e3 * jnp.finfo(dtype).eps
-    x = jnp.clip(x, 0, 1)
+def _fractional_tests(tol):
+    """``fractional(v)``: strictly inside ``(tol, 1 - tol)``; ``snap(v)``: to 0 or 1
+    within ``tol`` of it, else unchanged. Both pairwise passes judge items by these."""
 
     def fractional(v):
         return (v > tol) & (v < 1 - tol)
@@ -125,10 +120,27 @@ def _pairwise(x, w, groups, num_groups, round_up: bool, f):
     def snap(v):
         return jnp.where(v <= tol, 0, jnp.where(v >= 1 - tol, 1, v))
 
-    # only the fractional items move: visit them group by group, the rest never
-    frac0 = fractional(x)
+    return fractional, snap
+
+
+def _fractional_visit(x, groups, num_groups):
+    """Where both pairwise passes start: ``x`` clipped to [0, 1], the tolerance
+    ``1e3 eps`` under which a coordinate counts as integral, and the order and count of
+    the fractional items, group by group (only they move; the rest are never visited)."""
+    tol = 1e3 * jnp.finfo(x.dtype).eps
+    x = jnp.clip(x, 0, 1)
+    frac0 = _fractional_tests(tol)[0](x)
     order = jnp.argsort(jnp.where(frac0, groups, num_groups), stable=True).astype(jnp.int32)
-    count = jnp.sum(frac0.astype(jnp.int32))
+    return x, tol, order, jnp.sum(frac0.astype(jnp.int32))
+
+
+def _pairwise(x, w, groups, num_groups, round_up: bool, f):
+    """The derandomized pairwise pass (see the module) over the fractional items: each
+    move goes to the end with the larger $F$, with $Mx$ updated along the way ($O(m)$
+    per move, $O(p)$ for a `BCOO` `f`); a 0/1 vector. The randomized passes are
+    `_pairwise_random`."""
+    x, tol, order, count = _fractional_visit(x, groups, num_groups)
+    fractional, snap = _fractional_tests(tol)
     z0 = f.modular(x)
     if f.sparse:
         direction, gain, move = _sparse_moves(f)
@@ -190,18 +202,8 @@ def _pairwise_random(x, w, groups, num_groups, keys, round_up: bool):
     n = x.shape[0]
     dtype = x.dtype
     R = keys.shape[0]
-    tol = 1e3 * jnp.finfo(dtype).eps
-    x = jnp.clip(x, 0, 1)
-
-    def fractional(v):
-        return (v > tol) & (v < 1 - tol)
-
-    def snap(v):
-        return jnp.where(v <= tol, 0, jnp.where(v >= 1 - tol, 1, v))
-
-    frac0 = fractional(x)
-    order = jnp.argsort(jnp.where(frac0, groups, num_groups), stable=True).astype(jnp.int32)
-    count = jnp.sum(frac0.astype(jnp.int32))
+    x, tol, order, count = _fractional_visit(x, groups, num_groups)
+    fractional, snap = _fractional_tests(tol)
     coins = jax.vmap(lambda k: jax.random.uniform(k, (n,), dtype))(keys)
 
     def body(carry):
