@@ -132,7 +132,7 @@ def _keep_from_words(x0, x1, w: int, dropout: float):
     return (half >= t).reshape(4 * q, n)[:w]
 
 
-def dropout_keep(words, step, widths, n: int, dropout: float):
+def dropout_keep(words, step, widths, n: int, dropout: float, mask_words=None):
     r"""Keep masks ``[(w, n) for w in widths]`` (feature-major) of one training step.
 
     One Threefry call gives four masks: a layer of width $w$ takes $q = \lceil w/4
@@ -141,9 +141,10 @@ def dropout_keep(words, step, widths, n: int, dropout: float):
     `jaxsolve.core.random.threefry2x32` with key ``words``, and unit $(s q + j, m)$ is
     kept when the 16-bit half $s$ (0: low of $x_0$, 1: high of $x_0$, 2, 3: of $x_1$)
     is at least $\lfloor p\,2^{16} \rceil$ (keep probability $1 - p$ to within
-    $2^{-17}$). ``step`` may be traced (a uint32 or int).
+    $2^{-17}$). ``step`` may be traced (a uint32 or int). ``mask_words``: the step's
+    words already drawn (`_mask_words`, as the training loop carries them).
     """
-    xw = _mask_words(words, step, widths, n)
+    xw = _mask_words(words, step, widths, n) if mask_words is None else mask_words
     return [_keep_from_words(x0, x1, w, dropout) for (x0, x1), w in zip(xw, widths, strict=True)]
 
 
@@ -183,14 +184,7 @@ def _loss_and_grad(params, Xt, y, words, step, dropout: float, mask_words=None):
     n = Xt.shape[1]
     L = len(params)
     widths = [W.shape[1] for W, _ in params[:-1]]
-    keep = None
-    if dropout > 0:
-        if mask_words is None:
-            mask_words = _mask_words(words, step, widths, n)
-        keep = [
-            _keep_from_words(x0, x1, w, dropout)
-            for (x0, x1), w in zip(mask_words, widths, strict=True)
-        ]
+    keep = dropout_keep(words, step, widths, n, dropout, mask_words) if dropout > 0 else None
     scale = 1 / (1 - dropout)
     inv_sqrt2 = np.asarray(1 / np.sqrt(2), dtype)
     inv_sqrt2pi = np.asarray(1 / np.sqrt(2 * np.pi), dtype)

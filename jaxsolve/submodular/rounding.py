@@ -304,6 +304,18 @@ def _sparse_moves(f):
     return direction, gain, move
 
 
+def _pairwise_pass(x, constraint, *, keys=None, f=None):
+    """The pairwise pass for ``constraint`` (its weights and groups by `_layout`; the last
+    fractional item rounded up, down for a knapsack): ``(len(keys), n)`` randomized sets,
+    or with ``f`` the one derandomized set. `pipage`, `knapsack_rounding` and
+    `round_solution` all round through here."""
+    w, groups, g = _layout(constraint, x.shape[0], x.dtype)
+    up = not isinstance(constraint, Knapsack)
+    if f is not None:
+        return _pairwise(x, w, groups, g, up, f)
+    return _pairwise_random(x, w, groups, g, keys, up)
+
+
 def pipage(x: Float[Array, " n"], constraint, key=None, f=None) -> Bool[Array, " n"]:
     """Pipage rounding onto the cardinality or partition-matroid bases.
 
@@ -316,12 +328,10 @@ def pipage(x: Float[Array, " n"], constraint, key=None, f=None) -> Bool[Array, "
     if isinstance(constraint, Knapsack):
         raise TypeError("pipage rounds cardinality and partition matroids; use knapsack_rounding")
     _check_point(x, constraint)
-    if f is None:
-        check_key("key", key)
-    w, groups, g = _layout(constraint, x.shape[0], x.dtype)
-    if f is None:
-        return _pairwise_random(x, w, groups, g, key[None], True)[0]
-    return _pairwise(x, w, groups, g, True, f)
+    if f is not None:
+        return _pairwise_pass(x, constraint, f=f)
+    check_key("key", key)
+    return _pairwise_pass(x, constraint, keys=key[None])[0]
 
 
 def knapsack_rounding(
@@ -333,13 +343,10 @@ def knapsack_rounding(
     if not isinstance(constraint, Knapsack):
         raise TypeError("knapsack_rounding needs a Knapsack constraint")
     _check_point(x, constraint)
-    if f is None:
-        check_key("key", key)
-    n = x.shape[0]
-    w, groups = constraint.costs.astype(x.dtype), jnp.zeros(n, jnp.int32)
-    if f is None:
-        return _pairwise_random(x, w, groups, 1, key[None], False)[0]
-    return _pairwise(x, w, groups, 1, False, f)
+    if f is not None:
+        return _pairwise_pass(x, constraint, f=f)
+    check_key("key", key)
+    return _pairwise_pass(x, constraint, keys=key[None])[0]
 
 
 def fill(f, constraint, S: Bool[Array, " n"], priority: Float[Array, " n"]) -> Bool[Array, " n"]:
@@ -404,8 +411,7 @@ def round_solution(f, constraint, x: Float[Array, " n"], key, num_rounds: int = 
     if num_rounds > 0:
         keys = jax.random.split(key, num_rounds)
         _check_point(x, constraint)
-        w, groups, g = _layout(constraint, x.shape[0], x.dtype)
-        drawn = _pairwise_random(x, w, groups, g, keys, not isinstance(constraint, Knapsack))
+        drawn = _pairwise_pass(x, constraint, keys=keys)
         sets.append(jax.vmap(lambda S: fill(f, constraint, S, x))(drawn))
     if not f.sparse or f.columns is not None:
         sets.append(_round_once(f, constraint, x, None, f)[None])
