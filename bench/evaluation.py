@@ -8,7 +8,13 @@
    test models; SparseEval's 90% interval coverage.
 2. Transfer: 4 model families; anchors and predictor fitted on families 0-2, tested
    on family 3 (and in-distribution on held-out models of families 0-2).
-3. Speed: the proxy's training epoch (full batch, 4600 x K inputs, K -> 128 -> 64 ->
+3. How far MAE can go (``--oracle``): the Bayes oracle
+   (`jaxsolve.evaluation.posterior_accuracy` with the generator's true item parameters
+   and ability prior) on the same matrices and splits, fed each method's anchors
+   (random, k-means, SparseEval's), next to each method's own MAE and the noise floor
+   (the error left when the ability is known exactly: only the unseen answers' coin
+   flips). It bounds what any estimator can reach from those anchors.
+4. Speed: the proxy's training epoch (full batch, 4600 x K inputs, K -> 128 -> 64 ->
    32 -> 1 with exact GELU, dropout 0.1, Adam), ours (one compiled ``lax.scan``)
    against a NumPy transcription of the reference's PyTorch loop (forward, backward by
    hand, Adam with torch's defaults). The torch reference itself (MAE and the full
@@ -23,6 +29,8 @@ the training epoch.
 
     python bench/evaluation.py                 # bench/results/evaluation.md
     python bench/evaluation.py --quick         # tiny sizes (CI keeps it working)
+    python bench/evaluation.py --oracle --ks 20,100 --seeds 5,5 --epochs 100 --final 2000
+                                               # bench/results/evaluation_oracle.md
     python bench/evaluation.py --ks 20,100 --seeds 2,5 --epochs 100 --final 1000
                                                # per-K seed counts, a shorter schedule
 """
@@ -103,6 +111,93 @@ def accuracy(Ks, seeds, n_models, n_items, sched, lines):
         )
     lines.append("")
     return rows
+
+
+def _known_theta(bm, rows, anchors):
+    """The noise floor: accuracy estimated with the true ability known, so only the
+    unseen items' Bernoulli draws are left: (sum of anchor answers + sum over the
+    other items of sigma(a_j . theta - b_j)) / n_items."""
+    n_items = bm.Y.shape[1]
+    rest = np.ones(n_items, bool)
+    rest[anchors] = False
+    p = np.asarray(jax.nn.sigmoid(bm.theta[rows] @ bm.a.T - bm.b))
+    return (np.asarray(bm.Y[rows][:, anchors]).sum(1) + p[:, rest].sum(1)) / n_items
+
+
+def oracle(Ks, seeds, n_models, n_items, sched, lines, *, samples=8192, sparse=True):
+    """The Bayes oracle on each method's anchors, seed by seed (the accuracy section's
+    matrices, splits and keys); returns ``{(K, anchor set): [(oracle mean MAE, median
+    MAE, noise floor, the method's own MAE), ...]}``."""
+    lines += [
+        f"## How far MAE can go: the Bayes oracle ({n_models} models x {n_items} items, 2PL d=10)",
+        "",
+        "Oracle: posterior mean (and median) of the test model's accuracy given its anchor "
+        "answers, knowing the true item parameters and the prior theta ~ N(0, I) "
+        f"(`posterior_accuracy`, {samples} importance samples per stage). Noise floor: "
+        f"the true theta known. MAE in points / Kendall tau_b on the "
+        f"{sched.get('n_test', 200)} test models of each seed's split.",
+        "",
+        "| K | seed | anchors | oracle mean | oracle median | min ESS | noise floor "
+        "| the method on its anchors |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    out = {}
+    for K, n_seeds in zip(Ks, seeds, strict=True):
+        for seed in range(n_seeds):
+            bm = ev.synthetic_benchmark(jax.random.key(100 + seed), n_models, n_items, 10)
+            acc = np.asarray(bm.accuracy)
+            # sparse_eval's own split (its default split key)
+            split_key = jax.random.fold_in(jax.random.key(seed), 0)
+            n_test, n_val = sched.get("n_test", 200), sched.get("n_val", 200)
+            tr, _, te = ev.split_models(split_key, n_models, n_test, n_val)
+            sets = []
+            for name, fn in (("random", ev.random_mean), ("k-means", ev.anchor_points)):
+                b = fn(bm.Y[tr], K, jax.random.key(seed))
+                anc = np.asarray(b.anchors)
+                sets.append((name, anc, np.asarray(b.predict(bm.Y[te][:, anc]))))
+            if sparse:
+                r = ev.sparse_eval(bm.Y, K, jax.random.key(seed), **sched)
+                assert np.array_equal(np.sort(r.split[2]), np.sort(te))  # the same split
+                anc = np.asarray(r.anchors)
+                sets.append(("SparseEval", anc, np.asarray(ev.estimate(r, bm.Y[te]).accuracy)))
+            for name, anc, own in sets:
+                post = ev.posterior_accuracy(
+                    bm.Y[te][:, anc],
+                    anc,
+                    bm.a,
+                    bm.b,
+                    jax.random.key(seed),
+                    n_samples=samples,
+                    batch_size=max(1, 8000 // n_items),
+                )
+                m = _score(np.asarray(post.mean), acc[te])
+                med = _score(np.asarray(post.median), acc[te])
+                floor = _score(_known_theta(bm, te, anc), acc[te])
+                mine = _score(own, acc[te])
+                out.setdefault((K, name), []).append((m[0], med[0], floor[0], mine[0]))
+                lines.append(
+                    f"| {K} | {seed} | {name} | {m[0]:.2f} / {m[1]:.3f} | {med[0]:.2f} / "
+                    f"{med[1]:.3f} | {float(post.ess.min()):.0f} | {floor[0]:.2f} / {floor[1]:.3f} "
+                    f"| {mine[0]:.2f} / {mine[1]:.3f} |"
+                )
+                print(lines[-1], flush=True)
+    own = {"random": "random + mean", "k-means": "anchor points", "SparseEval": "SparseEval"}
+    lines += [
+        "",
+        "Means over seeds (MAE in points):",
+        "",
+        "| K | anchors | seeds | oracle mean | oracle median | noise floor | the method |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for (K, name), rs in out.items():
+        r = np.asarray(rs)
+        lines.append(
+            f"| {K} | {name} | {len(rs)} | {r[:, 0].mean():.2f} ({r[:, 0].min():.2f}-"
+            f"{r[:, 0].max():.2f}) | {r[:, 1].mean():.2f} | {r[:, 2].mean():.2f} | "
+            f"{own[name]} {r[:, 3].mean():.2f} |"
+        )
+    lines.append("")
+    return out
 
 
 def _beats(row, baselines):
@@ -281,6 +376,11 @@ def main(argv=None):
     ap.add_argument("--items", type=int, default=1000, help="items of the 5000-model matrices")
     ap.add_argument("--epochs", type=int, default=2000, help="proxy epochs per round")
     ap.add_argument("--final", type=int, default=20000, help="final training epochs at most")
+    ap.add_argument("--oracle", action="store_true", help="only the Bayes-oracle section")
+    ap.add_argument(
+        "--no-sparse", action="store_true", help="--oracle without SparseEval's anchors"
+    )
+    ap.add_argument("--samples", type=int, default=8192, help="oracle importance samples")
     ap.add_argument("--out", default=None)
     a = ap.parse_args(argv)
     Ks = tuple(int(k) for k in a.ks.split(","))
@@ -315,10 +415,20 @@ def main(argv=None):
         f"Issue 32 asks for: {ISSUE}.",
         "",
     ]
+    if a.oracle:
+        lines[0] = "# SparseEval against the Bayes oracle"
+        oracle(
+            Ks, seeds, n_models, n_items, sched, lines, samples=a.samples, sparse=not a.no_sparse
+        )
+        name = "evaluation_oracle" if n_items == 1000 else f"evaluation_oracle_{n_items}"
+        write_results(name, "\n".join(lines), quick=a.quick, out=a.out)
+        return
     head = len(lines)
     speedup = speed(400 if a.quick else 4600, 20 if a.quick else 100, 50 if a.quick else 500, lines)
     rows = accuracy(Ks, seeds, n_models, n_items, sched, lines)
     ratio = transfer(max(Ks), n_models, n_items, sched, lines)
+    if a.quick:  # keeps the oracle section working (its full run: --oracle)
+        oracle(Ks, seeds, n_models, n_items, sched, lines, samples=256, sparse=False)
     summary = []
     targets(rows, ratio, speedup, max(Ks), summary)
     lines[head:head] = summary  # the verdicts first, the tables they come from after

@@ -10,6 +10,7 @@ from jaxsolve.evaluation.benchmarks import (
     synthetic_benchmark,
 )
 from jaxsolve.evaluation.metrics import coverage, kendall_tau, mae
+from jaxsolve.evaluation.posterior import PosteriorAccuracy, posterior_accuracy
 from jaxsolve.evaluation.sparse_eval import (
     Diagnostics,
     Estimate,
@@ -29,6 +30,7 @@ __all__ = [
     "Benchmark",
     "Diagnostics",
     "Estimate",
+    "PosteriorAccuracy",
     "SparseEvalResult",
     "check_matrix",
     "coverage",
@@ -39,6 +41,7 @@ __all__ = [
     "kmeans_anchors",
     "load_matrix",
     "mae",
+    "posterior_accuracy",
     "random_anchors",
     "sparse_eval",
     "sparse_eval_sweep",
