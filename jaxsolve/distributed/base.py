@@ -186,11 +186,37 @@ class DecentralizedSolver(jaxsolve.AbstractSolver):
         moved = self.reg.prox(xbar - eta * self.comm.total(grads), eta, problem.reg)
         return x - moved[None, :]
 
+    def _mean(self, X, problem):
+        return self.comm.total(X) / problem.W.shape[1]
+
     def _error(self, X, problem, eta):
-        n = problem.W.shape[1]
-        xbar = self.comm.total(X) / n
-        spread = jnp.sqrt(self.comm.total(jnp.sum((X - xbar) ** 2, axis=1)) / n)
+        """The error measure at ``X`` (the module docstring), the agents' gradients at
+        their mean computed here."""
+        xbar = self._mean(X, problem)
         grads = jax.vmap(self.loss.grad, in_axes=(None, 0))(xbar, problem.data)
+        return self._error_from(X, xbar, grads, problem, eta)
+
+    def _error_from(self, X, xbar, grads, problem, eta):
+        """The error measure at ``X`` given its mean ``xbar`` and the agents' gradients
+        ``grads`` (``(n_local, d)``) at it: the one place its formula is written."""
+        n = problem.W.shape[1]
+        spread = jnp.sqrt(self.comm.total(jnp.sum((X - xbar) ** 2, axis=1)) / n)
         g = self.comm.total(grads)
         moved = xbar - self.reg.prox(xbar - eta * g, eta, problem.reg)
         return spread + jnp.linalg.norm(moved)
+
+    def _grads_and_error(self, P, X, problem, eta):
+        """The agents' gradients at the rows of ``P`` and the error measure at ``X``.
+        With a loss that has ``grads_at`` (the losses here), an agent's two gradients,
+        at $p_i$ and at $\\bar x$, come from one product of its data with the pair
+        $[p_i\\; \\bar x]$ and one back, so a step that needs both reads the data twice
+        instead of four times. (Vmapping ``loss.grad`` over the pair instead gives
+        XLA:CPU batched products in slow layouts: a PG-EXTRA step at 256 agents,
+        $d = 500$, took 6.7 ms against 4.7 ms apart.)"""
+        grads_at = getattr(self.loss, "grads_at", None)
+        if grads_at is None:
+            return self._grads(P, problem.data), self._error(X, problem, eta)
+        xbar = self._mean(X, problem)
+        pairs = jnp.stack([P, jnp.broadcast_to(xbar, P.shape)], axis=2)  # (n, d, 2)
+        both = jax.vmap(grads_at)(pairs, problem.data)
+        return both[:, 0], self._error_from(X, xbar, both[:, 1], problem, eta)

@@ -187,11 +187,10 @@ class PGExtra(DecentralizedSolver):
         alpha = _need_alpha(_alpha(self, lips, x0, args.W))
         eta = self._eta(lips).astype(x0.dtype)
         wx = self.comm.mix(args.mixing, x0)
-        g = self._grads(x0, args.data)
+        g, err = self._grads_and_error(x0, x0, args, eta)
         # Z^0 chosen so that the general step gives Z^1 = W X^0 - alpha grad(X^0)
         z = 0.5 * (x0 + wx) - alpha * g
         ledger = record(empty_ledger(), rounds=1, vectors=1, size=x0.shape[1])
-        err = self._error(x0, args, eta)
         return PGExtraState(
             x0, jnp.int32(0), err, jnp.int32(0), z, wx, g, x0, wx, g, alpha, lips, eta, ledger
         )
@@ -206,10 +205,10 @@ class PGExtra(DecentralizedSolver):
         )
         X1 = self._prox_g(z, a, args)
         wx1 = self.comm.mix(args.mixing, X1)
-        g1 = self._grads(X1, args.data)
+        g1, err = self._grads_and_error(X1, X1, args, state.eta)  # one pass over the data
         new = state._replace(
-            x=X1, iter_num=state.iter_num + 1, error=self._error(X1, args, state.eta), z=z,
-            wx=wx1, grad=g1, x_prev=state.x, wx_prev=state.wx, grad_prev=state.grad,
+            x=X1, iter_num=state.iter_num + 1, error=err, z=z, wx=wx1, grad=g1, x_prev=state.x,
+            wx_prev=state.wx, grad_prev=state.grad,
             ledger=record(state.ledger, rounds=1, vectors=1, size=X1.shape[1]),
         )  # fmt: skip
         return new, None
@@ -261,13 +260,12 @@ class NIDS(DecentralizedSolver):
         lips = self._lipschitz(args.data).astype(x0.dtype)
         alpha = _need_alpha(_alpha(self, lips, x0, args.W))
         eta = self._eta(lips).astype(x0.dtype)
-        g = self._grads(x0, args.data)
+        g, err = self._grads_and_error(x0, x0, args, eta)
         # Z^0 chosen so that the general step gives Z^1 = X^0 - alpha grad(X^0):
         # Z^0 = 2 X^0 - alpha g - W~ X^0 (one round for W X^0)
         wx = self.comm.mix(args.mixing, x0)
         z = 2 * x0 - alpha * g - 0.5 * (x0 + wx)
         ledger = record(empty_ledger(), rounds=1, vectors=1, size=x0.shape[1])
-        err = self._error(x0, args, eta)
         return NIDSState(x0, jnp.int32(0), err, jnp.int32(0), z, g, x0, g, alpha, lips, eta, ledger)
 
     def step(self, state, args):
@@ -276,10 +274,10 @@ class NIDS(DecentralizedSolver):
         wy = self.comm.mix(args.mixing, y)
         z = state.z - state.x + 0.5 * (y + wy)
         X1 = self._prox_g(z, a, args)
-        g1 = self._grads(X1, args.data)
+        g1, err = self._grads_and_error(X1, X1, args, state.eta)  # one pass over the data
         new = state._replace(
-            x=X1, iter_num=state.iter_num + 1, error=self._error(X1, args, state.eta), z=z,
-            grad=g1, x_prev=state.x, grad_prev=state.grad,
+            x=X1, iter_num=state.iter_num + 1, error=err, z=z, grad=g1, x_prev=state.x,
+            grad_prev=state.grad,
             ledger=record(state.ledger, rounds=1, vectors=1, size=X1.shape[1]),
         )  # fmt: skip
         return new, None

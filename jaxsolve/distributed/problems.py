@@ -169,6 +169,15 @@ def _rows(data):
     return A, b, A.shape[0]
 
 
+def _glm_grads(data, points, dloss):
+    r"""The gradients $\frac1m A^\top \ell'(A x, b)$ at the $k$ columns $x$ of ``points``
+    (``(d, k)``), as rows ``(k, d)``: $A$ times the $d\times k$ block, then the
+    $k\times m$ block of $\ell'$ times $A$, so $k$ gradients cost two passes over $A$
+    (the layouts XLA:CPU runs fastest batched over agents), not $2k$."""
+    A, b, m = _rows(data)
+    return dloss(A @ points, b[:, None]).T @ A / m
+
+
 def check_labels(data, loss: str) -> None:
     r"""Raise ``ValueError`` for labels ``b`` of ``data = (A, b)`` coded 0/1.
 
@@ -214,6 +223,11 @@ class LeastSquares:
         A, _, m = _rows(data)
         return jnp.linalg.norm(A, 2) ** 2 / m
 
+    def grads_at(self, points, data):
+        """``grad`` at each column of ``points`` (``(d, k)``), as ``(k, d)`` rows, in two
+        passes over the data (`jaxsolve.distributed.base` uses it for the error)."""
+        return _glm_grads(data, points, lambda t, b: t - b)
+
     def prox_factor(self, data, c):
         A, _, m = _rows(data)
         d = A.shape[1]
@@ -230,6 +244,21 @@ class LeastSquares:
         if m <= A.shape[1]:
             return y - A.T @ (factor @ (A @ y))
         return factor @ y
+
+    def prox_grad(self, z, factor, data, c, x):
+        r"""``(prox(z, factor, data, c), grad(x, data))`` with the two reads of $A$ that
+        the Woodbury prox makes shared with the gradient's: $A[y\; x]$ (an $m\times 2$
+        product), then $[F A y,\; (Ax - b)/m]^\top A$ (one $2\times d$ product), where
+        apart they read $A$ four times. The layouts are the ones XLA:CPU runs fastest
+        batched over agents ($A_i$ times a $d\times 2$ block; a $2\times m$ block times
+        $A_i$). Same values up to rounding."""
+        A, b, m = _rows(data)
+        if m > A.shape[1]:
+            return self.prox(z, factor, data, c), self.grad(x, data)
+        y = z + (c / m) * (A.T @ b)
+        P = A @ jnp.stack([y, x], axis=1)
+        out = jnp.stack([factor @ P[:, 0], (P[:, 1] - b) / m]) @ A
+        return y - out[0], out[1]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -251,6 +280,10 @@ class Logistic:
     def grad(self, x, data):
         A, b, m = _rows(data)
         return A.T @ (-b * jax.nn.sigmoid(-b * (A @ x))) / m
+
+    def grads_at(self, points, data):
+        """``grad`` at each column of ``points`` (``(d, k)``), as ``(k, d)`` rows."""
+        return _glm_grads(data, points, lambda t, b: -b * jax.nn.sigmoid(-b * t))
 
     def lipschitz(self, data):
         A, _, m = _rows(data)
@@ -290,6 +323,10 @@ class SmoothedHinge:
     def grad(self, x, data):
         A, b, m = _rows(data)
         return A.T @ (b * self._dh(b * (A @ x))) / m
+
+    def grads_at(self, points, data):
+        """``grad`` at each column of ``points`` (``(d, k)``), as ``(k, d)`` rows."""
+        return _glm_grads(data, points, lambda t, b: b * self._dh(b * t))
 
     def lipschitz(self, data):
         A, _, m = _rows(data)

@@ -26,6 +26,34 @@ def test_least_squares_prox_is_the_linear_solve(m, d):
     np.testing.assert_allclose(x, x_ref, atol=1e-13)
 
 
+@pytest.mark.parametrize(("m", "d"), [(4, 7), (9, 3)])
+def test_least_squares_prox_grad_is_prox_and_grad(m, d):
+    # the fused form (two passes over A for the prox at z and the gradient at x)
+    # equals the closed-form solve and the gradient A^T (A x - b) / m of NumPy
+    k1, k2, k3, k4 = jax.random.split(jax.random.key(m), 4)
+    A, b, z, x = (
+        jax.random.normal(k, s)
+        for k, s in zip((k1, k2, k3, k4), ((m, d), (m,), (d,), (d,)), strict=True)
+    )
+    loss, c = D.LeastSquares(), 0.37
+    p, g = loss.prox_grad(z, loss.prox_factor((A, b), c), (A, b), c, x)
+    An, bn = np.asarray(A), np.asarray(b)
+    p_ref = np.linalg.solve(np.eye(d) + c / m * An.T @ An, np.asarray(z) + c / m * An.T @ bn)
+    np.testing.assert_allclose(p, p_ref, atol=1e-13)
+    np.testing.assert_allclose(g, An.T @ (An @ np.asarray(x) - bn) / m, atol=1e-13)
+
+
+@pytest.mark.parametrize("loss", [D.LeastSquares(), D.Logistic(), D.SmoothedHinge(0.5)])
+def test_grads_at_is_grad_at_each_point(loss):
+    # three gradients in two passes over A, against jax.grad of the value at each point
+    k1, k2, k3 = jax.random.split(jax.random.key(1), 3)
+    A = jax.random.normal(k1, (12, 5))
+    b = jnp.sign(jax.random.normal(k2, (12,)))
+    points = jax.random.normal(k3, (5, 3))
+    ref = np.stack([jax.grad(loss.value)(points[:, k], (A, b)) for k in range(3)])
+    np.testing.assert_allclose(loss.grads_at(points, (A, b)), ref, atol=1e-13)
+
+
 @pytest.mark.parametrize("loss", [D.LeastSquares(), D.Logistic(), D.SmoothedHinge(0.5)])
 def test_gradients_and_lipschitz(loss):
     k1, k2, k3 = jax.random.split(jax.random.key(0), 3)
