@@ -403,8 +403,27 @@ def timing(quick):
 
 
 SPEED_HEADING = "## Time per iteration: DS-ADMM, sparse binary lasso, ER graph"
-# measured apart (2026-12-04, jit of one step at n = 256, d = 500); rewrite when it changes
-SPEED_NOTE = "Where a step's time goes at 256 agents, d = 500 (one jitted step, measured apart, dense mixing): the two rounds `W @ [a b]` (256 x 256 x 1000) 0.9-2 ms each; the least-squares u-step 2.7 ms (it reads the agents' data A, 256 x 20 x 500 float64 = 20 MB, twice); the error measure 1.6 ms (A read twice more: every agent's gradient at the mean). The neighbour lists bring a round to 0.3-0.4 ms; most of the rest is the four batched matrix-vector products over A (about 0.8 ms each alone, where one read of A takes 0.42 ms), so the 20x target is not met at 256 agents (5.8x with the error measure on both sides, 8.5x without)."
+# measured apart (2026-12-05, one step at n = 256, d = 500, one XLA thread, CPU time, so
+# that the other jobs on the machine do not move it); rewrite when it changes
+SPEED_NOTE = (
+    "Where a step's time goes at 256 agents, d = 500 (measured apart on one XLA thread, "
+    "CPU time, 2026-12-05): a round over the neighbour lists 0.6 ms (the dense "
+    "`W @ [a b]` 1.8 ms), two per step; the agents' data A (256 x 20 x 500 float64 = "
+    "20 MB, streamed once in 0.7-1.0 ms) is read twice per step: the next iteration's "
+    "least-squares u-step and the error measure's gradients at the agents' mean share "
+    "`A_i [y_i xbar]` (1.3 ms; one batched matrix-vector product alone is 0.8 ms) and "
+    "`[F_i A_i y_i, (A_i xbar - b_i)/m]^T A_i` (0.75 ms), where until 2026-12-04 they "
+    "were four separate products (about 3.1 ms); the rest, about 2 ms by difference, is "
+    "the step's elementwise work (multiplier updates, soft thresholds, the exchanges' "
+    "concatenations, the error's reductions). Same process, interleaved, one thread: a "
+    "DS-ADMM step with the error measure 6.19 ms before the sharing, 5.36 after; "
+    "without it 4.24 before, 4.68 after (the m x 2 product costs more than the m x 1 "
+    "one when nothing reads the error). So the 20x target is not met at 256 agents. "
+    "Left: for least squares the error's gradient sum is H xbar - h with "
+    "H = sum_i A_i^T A_i / m (d x d, 2 MB here) formed once, which would take the error "
+    "off A entirely (but costs n m d^2 at init, d/4 steps' worth of products); the "
+    "elementwise work and the two rounds are now most of the step."
+)
 
 
 def speed_section(quick):
