@@ -32,16 +32,28 @@ def test_gap_certificate_bounds_the_relaxation_optimum():
     ):
         ref = relaxation_reference(M, w, "log1p", A, b)
         best = float(f.extension(jnp.asarray(ref)))
-        solver = sm.aapga()
-        state = jax.jit(solver.init)(c.start(8, jnp.float64), (f, c))
-        step = jax.jit(solver.step)
-        for _ in range(10):  # the bound holds at every iterate, converged or not
-            state, _ = step(state, (f, c))
-            assert float(state.upper) >= best * (1 - 1e-12)
-            assert float(state.value) <= best * (1 + 1e-12)
-        sol = jaxsolve.solve(sm.aapga(), c.start(8, jnp.float64), (f, c), tol=1e-7)
-        assert int(sol.status) == jaxsolve.Status.SUCCESS
-        assert float(sol.state.value) >= best / (1 + 1e-7)
+        # the iterate's gap; the extrapolated point's bound alone (certify_below 0) and
+        # with the iterate's gap near the end (maximize's default)
+        for solver in (
+            sm.aapga(),
+            sm.aapga(bound="extrapolated"),
+            sm.aapga(bound="extrapolated", certify_below=1e-6),
+        ):
+            state = jax.jit(solver.init)(c.start(8, jnp.float64), (f, c))
+            step = jax.jit(solver.step)
+            for _ in range(10):  # the bound holds at every iterate, converged or not
+                state, _ = step(state, (f, c))
+                assert float(state.upper) >= best * (1 - 1e-12)
+                assert float(state.value) <= best * (1 + 1e-12)
+                np.testing.assert_allclose(
+                    float(f.extension(state.x)), float(state.value), rtol=1e-13
+                )
+                gap = (float(state.upper) - float(state.value)) / float(state.value)
+                np.testing.assert_allclose(float(state.error), max(gap, 0), atol=1e-15)
+            sol = jaxsolve.solve(solver, c.start(8, jnp.float64), (f, c), tol=1e-7)
+            assert int(sol.status) == jaxsolve.Status.SUCCESS
+            assert float(sol.state.value) >= best / (1 + 1e-7)
+            assert float(sol.state.upper) >= best * (1 - 1e-12)
         if isinstance(c, sm.Cardinality):  # exact projections: the same maximum
             exact = jaxsolve.solve(
                 sm.aapga(inexact=False), c.start(8, jnp.float64), (f, c), tol=1e-7
@@ -111,3 +123,21 @@ def test_sparse_million_nonzeros_runs():
     greedy = sm.naive_greedy(f, sm.cardinality(100))
     assert float(res.value) >= 0.98 * float(greedy.value)
     assert float(res.upper_bound) >= float(greedy.value)
+
+
+def test_extrapolated_bound_stops_with_the_iterate_gap_at_fewer_products():
+    """maximize's default (bound from the line search's supergradient, the iterate's gap
+    only near the end) stops at the step the iterate's gap stops, returns the same set,
+    and computes fewer supergradients (coverage, n = 400, k = 20 and 100)."""
+    f = sm.probabilistic_coverage(jnp.asarray(_coverage_graph(400, 0.03, 2)))
+    for k in (20, 100):
+        c = sm.cardinality(k)
+        key = jax.random.key(3)
+        ours = sm.maximize(f, c, key, tol=1e-4)
+        plain = sm.maximize(f, c, key, tol=1e-4, solver=sm.aapga(shrink=0.7))
+        assert int(ours.status) == int(plain.status) == jaxsolve.Status.SUCCESS
+        assert int(ours.num_steps) == int(plain.num_steps)
+        assert int(ours.num_grads) < int(plain.num_grads)
+        np.testing.assert_array_equal(ours.selected, plain.selected)
+        assert float(ours.upper_bound) >= float(ours.value)
+        assert float(ours.relaxation) >= float(ours.upper_bound) / (1 + 1e-4)
