@@ -58,6 +58,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike
 
 from jaxsolve.core.validation import check_key
 
@@ -186,13 +187,13 @@ def _run(X, draws, a, b, anchors, mu, *, method, newton_steps, batch_size):
 
 
 def posterior_accuracy(
-    X,
-    anchors,
-    a,
-    b,
-    key,
+    X: ArrayLike,
+    anchors: ArrayLike,
+    a: ArrayLike,
+    b: ArrayLike,
+    key: jax.Array,
     *,
-    prior_mean=None,
+    prior_mean: ArrayLike | None = None,
     n_samples: int = 4096,
     method: str = "laplace",
     newton_steps: int = 30,
@@ -203,7 +204,8 @@ def posterior_accuracy(
     Args:
         X: ``(n, K)`` answers of ``n`` models on the anchors, in $[0, 1]$.
         anchors: ``(K,)`` distinct item indices (columns of ``X`` in this order).
-        a: ``(N, d)`` item discriminations; b: ``(N,)`` difficulties, of all items.
+        a: ``(N, d)`` item discriminations of all items.
+        b: ``(N,)`` item difficulties.
         key: ``jax.random`` key of the importance samples.
         prior_mean: ``(d,)`` prior mean of $\theta$ (default 0; prior covariance $I$).
         n_samples: importance samples per stage (the Monte Carlo error falls as
