@@ -26,7 +26,7 @@ from jaxsolve.core.adjoint import Implicit, Unrolled, implicit_solution, resolve
 from jaxsolve.core.implicit import custom_root
 from jaxsolve.core.protocol import Packed, check_solver, pack, run_check_args, solver_attr
 from jaxsolve.core.status import Status, status_counts, status_message
-from jaxsolve.core.validation import check_floating, check_nonempty, is_concrete
+from jaxsolve.core.validation import check_floating, check_nonempty, check_tol, is_concrete
 
 __all__ = [
     "Solution",
@@ -498,12 +498,9 @@ def solve(
     check_nonempty("x0", x0)
     check_floating("x0", x0)
     run_check_args(solver, x0, args)
+    check_tol(tol)
     if tol is None:
         tol = default_tol(x0)
-    elif is_concrete(tol):
-        t = np.asarray(tol)
-        if t.ndim == 0 and (np.isnan(t) or t < 0):
-            raise ValueError(f"tol must be a non-negative number, got {tol!r}")
     if (progress or callback is not None) and loop == "fixed":
         raise ValueError("progress/callback run the 'while' loop in chunks; use loop='while'")
     if options is not None and not isinstance(options, dict | Packed):

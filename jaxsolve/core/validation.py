@@ -20,6 +20,7 @@ __all__ = [
     "check_shape",
     "check_positive",
     "check_nonempty",
+    "check_tol",
     "as_float_array",
 ]
 
@@ -123,6 +124,17 @@ def check_positive(name: str, value, *, allow_none: bool = False, strict: bool =
     bad = np.any(arr <= 0) if strict else np.any(arr < 0)
     if bad or np.any(np.isnan(arr)):
         raise ValueError(f"{name} must be {'positive' if strict else 'non-negative'}, got {value}")
+
+
+def check_tol(tol) -> None:
+    """Raise ``ValueError`` for a concrete scalar ``tol`` that is NaN or negative
+    (``None``, meaning the solver's default, and tracers pass): the one check of the
+    driver's ``tol`` that one-call helpers building a solver from it run first."""
+    if tol is None or not is_concrete(tol):
+        return
+    t = np.asarray(tol)
+    if t.ndim == 0 and (np.isnan(t) or t < 0):
+        raise ValueError(f"tol must be a non-negative number, got {tol!r}")
 
 
 def check_nonempty(name: str, x) -> None:

@@ -15,11 +15,10 @@ from typing import NamedTuple
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jaxtyping import Array, Bool, Float
 
 import jaxsolve
-from jaxsolve.core.validation import check_floating, check_key, check_shape, is_concrete
+from jaxsolve.core.validation import check_floating, check_key, check_shape, check_tol
 from jaxsolve.submodular.aapga import AAPGA, aapga
 from jaxsolve.submodular.constraints import Cardinality, Knapsack, PartitionMatroid
 from jaxsolve.submodular.objectives import SCM
@@ -104,9 +103,7 @@ def maximize(
     """
     key = jax.random.key(0) if key is None else key
     _check_inputs(f, constraint, key, num_rounds)
-    if is_concrete(tol) and np.ndim(tol) == 0 and not np.asarray(tol) >= 0:
-        # here, not only in jaxsolve.solve: the default solver is built from tol
-        raise ValueError(f"tol must be a non-negative number, got {tol!r}")
+    check_tol(tol)  # here, not only in jaxsolve.solve: the default solver is built from tol
     dtype = f.weights.dtype
     if tol is not None:
         tol = jnp.asarray(tol, dtype)  # traced in `_run`: a new tol does not recompile

@@ -188,6 +188,14 @@ def test_start_outside_the_polytope_or_in_float16_is_projected_and_certified(x0)
     _certified(_F, _CARD, res, 1e-6)
 
 
+def test_tol_none_means_the_drivers_default_and_is_certified():
+    """``tol=None`` is the driver's default tolerance (``jaxsolve.default_tol``), as in
+    ``jaxsolve.solve``; it used to reach a ``None >= 0`` comparison (a raw TypeError)."""
+    res = sm.maximize(_F, _CARD, tol=None)
+    assert int(res.status) == Status.SUCCESS
+    _certified(_F, _CARD, res, float(jaxsolve.default_tol(res.x)))
+
+
 @pytest.mark.parametrize(
     "M",
     [_M.at[0].multiply(1e8), _M * 1e8, _M * 1e-8],  # one row 1e8 times the others; all
