@@ -115,9 +115,13 @@ def _fit_linear(Y, anchors, w0, lr, *, steps):
     return _adam(loss, (w0, jnp.zeros((), Y.dtype)), steps, lr)
 
 
-def _loglik(Y, theta, a, b):
+def loglik_2pl(Y, theta, a, b):
+    """2PL log-likelihood of answers ``Y`` (``(..., N)``, soft scores allowed) at
+    abilities ``theta`` (``(..., d)``), summed over the items: ``(...)``. The one
+    place it is written (`irt` fits and predicts with it, `posterior_accuracy`
+    weights its importance samples with it)."""
     z = theta @ a.T - b
-    return jnp.sum(Y * jax.nn.log_sigmoid(z) + (1 - Y) * jax.nn.log_sigmoid(-z))
+    return jnp.sum(Y * jax.nn.log_sigmoid(z) + (1 - Y) * jax.nn.log_sigmoid(-z), axis=-1)
 
 
 def irt(
@@ -151,7 +155,7 @@ def _fit_irt(Y, init, lr, *, steps):
     def neg_post(p):
         theta, log_a, b = p
         prior = jnp.sum(theta**2) + jnp.sum(log_a**2) + jnp.sum(b**2)
-        return (-_loglik(Y, theta, jnp.exp(log_a), b) + 0.5 * prior) / n_models
+        return (-jnp.sum(loglik_2pl(Y, theta, jnp.exp(log_a), b)) + 0.5 * prior) / n_models
 
     _, log_a, b = _adam(neg_post, init, steps, lr)
     return jnp.exp(log_a), b
@@ -165,7 +169,7 @@ def _irt_predict(X, a, b, anchors, *, theta_steps):
     rest = jnp.ones(n_items, bool).at[anchors].set(False)
 
     def one(x):
-        loss = lambda t: -_loglik(x[None, :], t[None, :], aA, bA) + 0.5 * jnp.sum(t**2)  # noqa: E731
+        loss = lambda t: -loglik_2pl(x, t, aA, bA) + 0.5 * jnp.sum(t**2)  # noqa: E731
         t = _adam(loss, jnp.zeros(dim, a.dtype), theta_steps, 0.1)
         p = jax.nn.sigmoid(a @ t - b)
         return frac * jnp.mean(x) + (1 - frac) * jnp.sum(jnp.where(rest, p, 0)) / jnp.sum(rest)

@@ -60,7 +60,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from jaxsolve.core.validation import check_key
+from jaxsolve.core.validation import check_int, check_key
+from jaxsolve.evaluation.baselines import loglik_2pl
 
 __all__ = ["PosteriorAccuracy", "posterior_accuracy"]
 
@@ -86,17 +87,11 @@ class PosteriorAccuracy(NamedTuple):
     theta: jax.Array
 
 
-def _log_lik(x, aA, bA, theta):
-    """Anchor log-likelihood of abilities ``theta`` ``(..., d)``; soft ``x`` allowed."""
-    z = theta @ aA.T - bA
-    return jnp.sum(x * jax.nn.log_sigmoid(z) + (1 - x) * jax.nn.log_sigmoid(-z), axis=-1)
-
-
 def _map(x, aA, bA, mu, steps):
     d = mu.shape[0]
 
     def obj(t):
-        return -_log_lik(x, aA, bA, t) + 0.5 * jnp.sum((t - mu) ** 2, axis=-1)
+        return -loglik_2pl(x, t, aA, bA) + 0.5 * jnp.sum((t - mu) ** 2, axis=-1)
 
     def hess(t):
         s = jax.nn.sigmoid(aA @ t - bA)
@@ -138,14 +133,14 @@ def _one(x, draws, a, b, anchors, rest, mu, *, method, newton_steps):
     log_prior = lambda t: -0.5 * jnp.sum((t - mu) ** 2, axis=-1)  # noqa: E731
     if method == "prior":
         theta = mu + draws[0]
-        w, ess = _weights(_log_lik(x, aA, bA, theta))
+        w, ess = _weights(loglik_2pl(x, theta, aA, bA))
     else:
         z1, u1, z2, u2 = draws
         t0, H = _map(x, aA, bA, mu, newton_steps)
         Hinv = jnp.linalg.inv(H)
         Hinv = 0.5 * (Hinv + Hinv.T)
         th1, lq1 = _t_draws(z1, u1, t0, _SCALE1 * jnp.linalg.cholesky(Hinv))
-        w1, ess1 = _weights(_log_lik(x, aA, bA, th1) + log_prior(th1) - lq1)
+        w1, ess1 = _weights(loglik_2pl(x, th1, aA, bA) + log_prior(th1) - lq1)
         m1 = w1 @ th1
         c1 = (th1 - m1).T @ ((th1 - m1) * w1[:, None])
         # trust the weighted moments once stage 2 has a few dozen effective draws
@@ -153,7 +148,7 @@ def _one(x, draws, a, b, anchors, rest, mu, *, method, newton_steps):
         loc = lam * m1 + (1 - lam) * t0
         cov = lam * c1 + (1 - lam) * Hinv + 1e-9 * eye
         th2, lq2 = _t_draws(z2, u2, loc, _SCALE2 * jnp.linalg.cholesky(0.5 * (cov + cov.T)))
-        w, ess = _weights(_log_lik(x, aA, bA, th2) + log_prior(th2) - lq2)
+        w, ess = _weights(loglik_2pl(x, th2, aA, bA) + log_prior(th2) - lq2)
         theta = th2
     p = jax.nn.sigmoid(theta @ a.T - b)  # (S, N)
     m = p @ rest
@@ -246,13 +241,9 @@ def posterior_accuracy(
     mu = jnp.zeros(d, dtype) if prior_mean is None else jnp.asarray(prior_mean, dtype)
     if mu.shape != (d,) or not bool(jnp.all(jnp.isfinite(mu))):
         raise ValueError(f"prior_mean must be a finite vector of length {d}")
-    for name, v in (
-        ("n_samples", n_samples),
-        ("newton_steps", newton_steps),
-        ("batch_size", batch_size),
-    ):
-        if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
-            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    n_samples = check_int("n_samples", n_samples)
+    newton_steps = check_int("newton_steps", newton_steps)
+    batch_size = check_int("batch_size", batch_size)
     if method not in _METHODS:
         raise ValueError(f"method must be one of {_METHODS}, got {method!r}")
     k1, k2, k3, k4 = jax.random.split(key, 4)

@@ -102,7 +102,7 @@ def test_oracle_beats_the_baselines_on_their_own_anchors():
         (dict(X=np.full((2, 3), 2.0)), r"X must lie in \[0, 1\]"),
         (dict(X=np.zeros((2, 4))), r"X must be \(models, K = 3\)"),
         (dict(method="mcmc"), "method must be one of"),
-        (dict(n_samples=0), "n_samples must be a positive int"),
+        (dict(n_samples=0), "n_samples must be an int >= 1"),
         (dict(prior_mean=np.zeros(3)), "prior_mean must be a finite vector of length 2"),
         (dict(b=np.zeros(29)), r"b must have shape \(30,\)"),
     ],
