@@ -31,7 +31,9 @@ the row's dual-residual term $\rho_i (z_i - z_i^{prev})$, $\log \rho_i$, $\log \
 Policies (`RowPolicy`): an ``equinox`` LSTM cell (hidden size 32) then an MLP
 [32, 32], sigmoid outputs mapped log-linearly onto the ranges ``rho_range`` /
 ``mu_range`` (and linearly onto ``alpha_range``); the LSTM state of every row is
-carried in the solver state. `ConstantPolicy` returns fixed values: with it, Deep
+carried in the solver state. `ScalarPolicy` (``Policies.scalar``) is the
+scalar-parameter baseline: the same ranges and training, but one trainable value per
+iteration for all rows and problems. `ConstantPolicy` returns fixed values: with it, Deep
 FlexQP is hand-tuned FlexQP with adaptive $\rho$, weight escalation and polishing
 off, iterate for iterate, with or without scaling (``tests/qp/test_deep_flexqp.py``
 checks it).
@@ -50,11 +52,12 @@ from typing import Any, NamedTuple
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.scipy.linalg import cho_solve
 
 from jaxsolve.core import Status
 from jaxsolve.core.protocol import AbstractSolver, hyper
-from jaxsolve.core.validation import check_key, check_positive
+from jaxsolve.core.validation import check_int, check_key, check_positive
 from jaxsolve.qp.admm import EQ_RHO_WEIGHT, FREE_ROW_RHO, relaxed_update
 from jaxsolve.qp.flexqp import flexqp
 from jaxsolve.qp.problem import QP
@@ -67,6 +70,7 @@ __all__ = [
     "DeepFlexQPInfo",
     "RowPolicy",
     "ConstantPolicy",
+    "ScalarPolicy",
     "Policies",
     "deep_flexqp",
     "row_features",
@@ -205,6 +209,32 @@ class ConstantPolicy(eqx.Module):
         return jnp.broadcast_to(self.value, shape), hidden
 
 
+class ScalarPolicy(eqx.Module):
+    """Problem-independent parameters, one set per iteration: the scalar-parameter
+    unrolled baseline against which the row policies are measured.
+
+    Iteration ``k`` (counted in the state) returns ``sigmoid(logits[min(k, T - 1)])`` on
+    every row, whatever the features: with ``T = 1`` one value for all iterations, with
+    ``T = K`` a schedule over the unrolled horizon held at its last value beyond it.
+    The outputs are in ``(0, 1)`` and mapped onto the `Policies` ranges as the
+    `RowPolicy` outputs are, so the same training (``train_policy``) fits the logits.
+
+    Attributes:
+        logits: ``(T, n_out)`` the values before the sigmoid.
+    """
+
+    logits: jax.Array
+
+    def initial(self, rows: int, dtype):
+        """The iteration counter ``(rows, 1)`` (int32, no gradient), zero."""
+        del dtype
+        return jnp.zeros((rows, 1), jnp.int32)
+
+    def __call__(self, features, hidden):
+        k = jnp.minimum(hidden[:, 0], self.logits.shape[0] - 1)
+        return jax.nn.sigmoid(self.logits[k]), hidden + 1
+
+
 class Policies(eqx.Module):
     """The three policies and the ranges their outputs are mapped onto.
 
@@ -266,6 +296,46 @@ class Policies(eqx.Module):
             ConstantPolicy(jnp.array([EQ_RHO_WEIGHT * rho, mu])),
             ConstantPolicy(jnp.array([alpha])),
             constant=True,
+            scaling_iters=scaling_iters,
+        )
+
+    @classmethod
+    def scalar(
+        cls,
+        horizon: int = 1,
+        rho=0.1,
+        mu=1e6,
+        alpha=1.6,
+        *,
+        scaling_iters: int = 10,
+        **ranges,
+    ) -> Policies:
+        """Trainable `ScalarPolicy` values over ``horizon`` iterations, started at
+        hand-tuned FlexQP's constants (equality rows ``1e3 rho``): untrained, the solver
+        is ``fixed(rho, mu, alpha)`` on the same scaled problems, to rounding.
+
+        ``**ranges``: ``rho_range``, ``mu_range``, ``alpha_range`` as in `learned`; the
+        starting values must lie inside them."""
+        _check_scaling(scaling_iters)
+        horizon = check_int("horizon", horizon)
+        pol = cls(None, None, None, **ranges)
+
+        def logit(v, lo, hi, log):
+            lo, hi, v = float(lo), float(hi), float(v)
+            if not lo < v < hi:
+                raise ValueError(f"starting value {v} is outside its range ({lo}, {hi})")
+            s = (np.log(v / lo) / np.log(hi / lo)) if log else (v - lo) / (hi - lo)
+            return np.log(s / (1 - s))
+
+        def start(values):
+            return ScalarPolicy(jnp.tile(jnp.asarray(values, float), (horizon, 1)))
+
+        r, m, a = pol.rho_range, pol.mu_range, pol.alpha_range
+        return cls(
+            start([logit(rho, *r, True), logit(mu, *m, True)]),
+            start([logit(EQ_RHO_WEIGHT * rho, *r, True), logit(mu, *m, True)]),
+            start([logit(alpha, *a, False)]),
+            **ranges,
             scaling_iters=scaling_iters,
         )
 

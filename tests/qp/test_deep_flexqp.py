@@ -93,3 +93,40 @@ def test_bad_training_sets_are_named():
         deep_flexqp(key=0)
     with pytest.raises(ValueError, match="sigma must be positive"):
         deep_flexqp(sigma=0.0)
+
+
+@pytest.mark.parametrize("scaling", [0, 10])
+def test_untrained_scalar_policy_is_the_constant_policy(scaling):
+    """Policies.scalar starts at hand-tuned FlexQP's constants through the sigmoid and
+    the log ranges: the same iterates as Policies.fixed to rounding."""
+    with jax.enable_x64(True):
+        qp = problems.random_qp(jax.random.key(0), 12, 18)
+        x0 = jnp.zeros(12)
+        a = jaxsolve.solve(
+            deep_flexqp(Policies.fixed(scaling_iters=scaling)), x0, qp, max_steps=20, tol=0.0
+        )
+        b = jaxsolve.solve(
+            deep_flexqp(Policies.scalar(3, scaling_iters=scaling)), x0, qp, max_steps=20, tol=0.0
+        )
+        np.testing.assert_allclose(np.asarray(b.x), np.asarray(a.x), rtol=0, atol=1e-12)
+        np.testing.assert_allclose(np.asarray(b.state.y), np.asarray(a.state.y), atol=1e-12)
+
+
+def test_scalar_policy_follows_its_schedule_then_holds_the_last_value():
+    """Iteration k uses logits[min(k, T - 1)]: sigmoid(-2), sigmoid(0), sigmoid(2) mapped
+    log-linearly onto rho's range (1e-4, 1e4), then the last value held."""
+    import equinox as eqx
+
+    with jax.enable_x64(True):
+        qp = problems.random_qp(jax.random.key(0), 12, 18)  # inequality rows only
+        pol = Policies.scalar(3)
+        pol = eqx.tree_at(
+            lambda p: p.ineq.logits, pol, pol.ineq.logits.at[:, 0].set(jnp.array([-2.0, 0.0, 2.0]))
+        )
+        sol = jaxsolve.solve(
+            deep_flexqp(pol), jnp.zeros(12), qp, max_steps=5, tol=0.0, loop="fixed"
+        )
+        s = 1 / (1 + np.exp(-np.array([-2.0, 0.0, 2.0, 2.0, 2.0])))
+        np.testing.assert_allclose(np.asarray(sol.info.rho_mean), 1e-4 * 1e8**s, rtol=1e-12)
+    with pytest.raises(ValueError, match="outside its range"):
+        Policies.scalar(1, rho=1e5)
