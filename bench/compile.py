@@ -28,9 +28,12 @@ setup(threads=None, x64=False)
 # name -> (peer group, kind, setup source). The setup defines `f` (a zero-argument
 # function): kind "jax" is traced by jax.jit; kind "host" is called as a user would.
 ENTRIES = {
+    # called as a user calls it (kind "host"): solve_qp compiles its program with FlexQP's
+    # XLA options (jaxsolve.core.compile_options), which an outer jax.jit would replace
+    # with its own; the jit(vmap) batch row below is such a user's jit
     "qp.solve_qp (n=20, m=40)": (
         "qp",
-        "jax",
+        "host",
         """
 import jax, jaxsolve.qp as Q
 qp = Q.problems.random_qp(jax.random.key(0), 20, 40)

@@ -184,10 +184,10 @@ def check_no_recompile(case: SolverCase) -> None:
         return
     x0, args = _problem(case)
     solve(case.make_solver(**case.hyper_variants[0]), x0, args, max_steps=3)
-    size = _driver._solve_while._cache_size()
+    size = _driver.solve_while_cache_size()
     for hyper in case.hyper_variants[1:]:
         solve(case.make_solver(**hyper), x0, args, max_steps=3)
-    assert _driver._solve_while._cache_size() == size, (
+    assert _driver.solve_while_cache_size() == size, (
         f"{case.name}: a numeric hyperparameter change recompiled"
     )
 

@@ -29,6 +29,7 @@ from jaxsolve.cluster._problem import (
 from jaxsolve.cluster.kmeans_newton import kmeans_newton
 from jaxsolve.cluster.nlr import nlr, nlr_start
 from jaxsolve.core import Solution, Status, solve
+from jaxsolve.core.compile_options import LOOP_EMITTERS, options_jit
 from jaxsolve.core.protocol import pack
 from jaxsolve.core.validation import (
     check_finite,
@@ -293,7 +294,7 @@ def kmeans(
     keys = [key] + (list(jax.random.split(key, int(n_init) - 1)) if n_init > 1 else [])
     for restart_key in keys:
         # one compiled program per restart (the same one for every key)
-        labels, centers, obj, sol = _restart(
+        labels, centers, obj, sol = _run(
             X,
             restart_key,
             packed,
@@ -332,9 +333,10 @@ def _run_program(X, key, solver, tol, *, k, rank, method, max_steps, polish):
 
 _STATIC = ("k", "rank", "method", "max_steps", "polish")
 
-COMPILER_OPTIONS = {"xla_cpu_use_fusion_emitters": False}
-"""XLA options of the restart program: on CPU, XLA's loop emitters instead of its MLIR
-fusion emitters (the option is ignored on other backends).
+COMPILER_OPTIONS = LOOP_EMITTERS
+"""XLA options of the restart program (`jaxsolve.core.compile_options.LOOP_EMITTERS`):
+on CPU, XLA's loop emitters instead of its MLIR fusion emitters (`options_jit` gives
+them on a CPU backend only, and compiles without them on an XLA that rejects them).
 
 The program is some 500 small kernels (the Newton step's structured Hessian, secular
 search and retractions on ``n x r`` arrays), and LLVM's time on the fusion emitters'
@@ -342,24 +344,10 @@ code was most of a first call. Measured on iris (``bench/results/compile.md``, 2
 float64, fresh processes): a first call 6.2 -> 3.6 CPU s (its compilation 6.0 -> 3.5),
 and the steady-state call no slower (same-process A/B: iris 0.89x, wine 0.94x,
 breast_cancer 1.01x); labels, inertia and step counts unchanged in float64, the
-relaxation's iterate equal to 1e-12 (another reduction order)."""
+relaxation's iterate equal to 1e-12 (another reduction order). LLVM at ``-O1`` on top
+(`LOOP_EMITTERS_O1`, FlexQP's set) saved only 0.3 of 2.8 CPU s here."""
 
-_run = jax.jit(_run_program, static_argnames=_STATIC, compiler_options=COMPILER_OPTIONS)
-_run_default = jax.jit(_run_program, static_argnames=_STATIC)
-_OPTIONS_REJECTED = []
-
-
-def _restart(*args, **kwargs):
-    """`_run`, or the same program without `COMPILER_OPTIONS` on an XLA that does not
-    know them (they only speed up compilation; an unknown option is an error)."""
-    if not _OPTIONS_REJECTED:
-        try:
-            return _run(*args, **kwargs)
-        except jax.errors.JaxRuntimeError as e:
-            if "No such compile option" not in str(e):
-                raise
-            _OPTIONS_REJECTED.append(str(e))
-    return _run_default(*args, **kwargs)
+_run = options_jit(_run_program, COMPILER_OPTIONS, static_argnames=_STATIC)
 
 
 def _result(X, labels, centers, relaxation, obj=None) -> Solution:

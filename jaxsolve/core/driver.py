@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable
-from functools import partial
 from typing import Any, NamedTuple
 
 import equinox as eqx
@@ -23,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsolve.core.adjoint import Implicit, Unrolled, implicit_solution, resolve_adjoint
+from jaxsolve.core.compile_options import options_cache_size, options_jit
 from jaxsolve.core.implicit import custom_root
 from jaxsolve.core.protocol import Packed, check_solver, pack, run_check_args, solver_attr
 from jaxsolve.core.status import Status, status_counts, status_message
@@ -300,8 +300,9 @@ def _run_fixed(solver, x0, args, tol, options, max_steps, freeze, checkpoint):
     return final_solution(solver, state, args, tol, k, errs, infos)
 
 
-@partial(jax.jit, static_argnames=("max_steps", "record", "adjoint"))
-def _solve_while(solver, x0, args, tol, max_steps_dyn, options, *, max_steps, record, adjoint):
+def _solve_while_program(
+    solver, x0, args, tol, max_steps_dyn, options, *, max_steps, record, adjoint
+):
     # the implicit rule sits inside the compiled program: one dispatch per solve
     def run(sv, x, a, extra):
         t, limit, opts = extra
@@ -313,9 +314,33 @@ def _solve_while(solver, x0, args, tol, max_steps_dyn, options, *, max_steps, re
     return _with_implicit(adjoint, run, solver, x0, args, extra)
 
 
-@partial(jax.jit, static_argnames=("max_steps", "freeze", "checkpoint"))
-def _solve_fixed(solver, x0, args, tol, options, *, max_steps, freeze=False, checkpoint=False):
+def _solve_fixed_program(
+    solver, x0, args, tol, options, *, max_steps, freeze=False, checkpoint=False
+):
     return _run_fixed(solver, x0, args, tol, options, max_steps, freeze, checkpoint)
+
+
+_WHILE_STATIC = ("max_steps", "record", "adjoint")
+_FIXED_STATIC = ("max_steps", "freeze", "checkpoint")
+_solve_while = jax.jit(_solve_while_program, static_argnames=_WHILE_STATIC)
+_solve_fixed = jax.jit(_solve_fixed_program, static_argnames=_FIXED_STATIC)
+
+
+def _compiled(solver, program, plain, static):
+    """``plain`` (the jitted ``program``), or the same program compiled with the XLA
+    options the solver's class declares in ``compiler_options`` (a dict;
+    `jaxsolve.core.compile_options`): they change how XLA compiles it, not what it
+    computes. Inside a user's ``jit`` either is inlined into the outer program."""
+    options = solver_attr(solver, "compiler_options")
+    if not options:
+        return plain
+    return options_jit(program, options, static_argnames=static)
+
+
+def solve_while_cache_size() -> int:
+    """Compilations of the driver's while-loop program, with or without a solver's
+    ``compiler_options`` (for tests that check a sweep does not recompile)."""
+    return _solve_while._cache_size() + options_cache_size(_solve_while_program)
 
 
 def _with_implicit(adjoint: Implicit, run, solver, x0, args, extra) -> Solution:
@@ -516,7 +541,7 @@ def solve(
         sol = _solve_progress(packed, x0, args, tol, max_steps, chunk, callback, progress, opts)
     else:
         if loop == "fixed" or isinstance(adjoint, Unrolled):
-            sol = _solve_fixed(
+            sol = _compiled(packed, _solve_fixed_program, _solve_fixed, _FIXED_STATIC)(
                 packed,
                 x0,
                 args,
@@ -527,7 +552,7 @@ def solve(
                 checkpoint=loop != "fixed" and adjoint.checkpoint,
             )
         else:
-            sol = _solve_while(
+            sol = _compiled(packed, _solve_while_program, _solve_while, _WHILE_STATIC)(
                 packed,
                 x0,
                 args,

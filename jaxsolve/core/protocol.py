@@ -50,6 +50,11 @@ naming the argument; it must skip tracers (`jaxsolve.core.validation.is_concrete
 Run-time options (``solve(..., options=...)``) reach ``step`` as the keyword
 ``options`` (a dict), and only when given; a solver that takes none need not
 declare it.
+
+A solver class may declare ``compiler_options`` (a class attribute, a dict of XLA
+options, `jaxsolve.core.compile_options`): `jaxsolve.solve` then compiles its
+program with them (``jax.jit(..., compiler_options=...)``) when called outside a
+user's ``jit``; they change compile and run time, not what is computed.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ import numpy as np
 
 from jaxsolve.core import Solution, solve, solve_batch
 from jaxsolve.core.adjoint import implicit_solution
+from jaxsolve.core.compile_options import at_top_level
 from jaxsolve.core.validation import check_floating, is_concrete
 from jaxsolve.qp.flexqp import FlexQP, FlexQPState, WarmStart, flexqp, kkt_residual
 from jaxsolve.qp.lockstep import solve_lockstep
@@ -393,7 +394,11 @@ def solve_qp(
         sol = solve_batch(solver, x0, qp, tol=tol, max_steps=max_steps, compact=compact)
     elif batched:
         sol = jax.vmap(one)(x0, qp)
-    elif loop == "while" and batch_arg in ("auto", "lockstep") and _on_cpu():
+    elif loop == "while" and batch_arg in ("auto", "lockstep") and _on_cpu() and not at_top_level():
+        # inside a user's transformation: a vmap of it must reach the lockstep batch.
+        # At top level (no jit, vmap or grad) the driver's program runs as it is (the
+        # same solve), compiled with FlexQP's XLA options (compiler_options: JAX takes
+        # them on a top-level jit only, not inside the custom_vmap's trace).
         sol = _vmappable_single(
             solver, x0, qp, tol, max_steps, implicit, dict(user_hyper, compact=None), history
         )

@@ -135,30 +135,16 @@ def test_restarts_and_hyperparameters_reuse_one_program():
     assert one.state.labels.shape == three.state.labels.shape == (100,)
 
 
-def test_restart_program_falls_back_without_its_compiler_options(monkeypatch):
-    """The restart program's XLA options (`COMPILER_OPTIONS`) only speed up compilation:
-    an XLA that rejects them gets the same program without them, once, and other errors
-    still raise."""
+def test_restart_program_compiles_with_the_loop_emitters():
+    """The restart program is compiled with `COMPILER_OPTIONS` (XLA:CPU's loop emitters,
+    the shared `jaxsolve.core.compile_options` helper; its fallback is tested there)."""
     import sys
 
+    from jaxsolve.core.compile_options import LOOP_EMITTERS, OptionsJit
+
     km = sys.modules["jaxsolve.cluster.kmeans"]
-    bogus = jax.jit(lambda x: 2.0 * x, compiler_options={"xla_cpu_no_such_option": True})
-    calls = []
-    monkeypatch.setattr(km, "_run", bogus)
-    monkeypatch.setattr(km, "_run_default", lambda x: calls.append(x) or 3.0 * x)
-    monkeypatch.setattr(km, "_OPTIONS_REJECTED", [])
-    assert float(km._restart(jnp.float64(1.0))) == 3.0
-    assert len(km._OPTIONS_REJECTED) == 1 and "xla_cpu_no_such_option" in km._OPTIONS_REJECTED[0]
-    assert float(km._restart(jnp.float64(2.0))) == 6.0  # not retried
-    assert len(calls) == 2
-
-    def fails(x):
-        raise jax.errors.JaxRuntimeError("RESOURCE_EXHAUSTED: out of memory")
-
-    monkeypatch.setattr(km, "_run", fails)
-    monkeypatch.setattr(km, "_OPTIONS_REJECTED", [])
-    with pytest.raises(jax.errors.JaxRuntimeError, match="out of memory"):
-        km._restart(jnp.float64(1.0))
+    assert isinstance(km._run, OptionsJit)
+    assert km._run.options == LOOP_EMITTERS == {"xla_cpu_use_fusion_emitters": False}
 
 
 def _bm_cluster_reference(x_raw, u0, steps):
