@@ -438,6 +438,18 @@ class RGSAGAState(NamedTuple):
     ledger: ClientLedger
 
 
+def _synced_start(solver, x0, args):
+    """The fields of an I-CGM state after its opening full sync, in state order: every
+    client's gradient at ``x0`` (the SAGA table, or the SVRG snapshot), their mean as both
+    the estimate and the table's mean, and the ledger of that sync."""
+    n = _check_data(args, solver.m, solver.loss, x0)
+    grads = _client_grads(solver.loss, x0, args)
+    g = jnp.mean(grads, axis=0)
+    key = jax.random.key_data(jax.random.key(solver.seed))
+    z = jnp.int32(0)
+    return x0, z, jnp.linalg.norm(g), z, g, grads, g, key, _sync_ledger(n, solver.m)
+
+
 class RGSAGA(ClientSolver):
     """I-CGM with the RG-SAGA estimator (see the module docstring); build with `rg_saga`."""
 
@@ -451,12 +463,7 @@ class RGSAGA(ClientSolver):
     seed: Any = 0
 
     def init(self, x0, args):
-        n = _check_data(args, self.m, self.loss, x0)
-        grads = _client_grads(self.loss, x0, args)
-        g = jnp.mean(grads, axis=0)
-        key = jax.random.key_data(jax.random.key(self.seed))
-        z = jnp.int32(0)
-        return RGSAGAState(x0, z, jnp.linalg.norm(g), z, g, grads, g, key, _sync_ledger(n, self.m))
+        return RGSAGAState(*_synced_start(self, x0, args))
 
     def _local(self, key, x, g, data1):
         return _delegate_step(self, key, x, g, data1)
@@ -842,12 +849,7 @@ class RGSVRG(ClientSolver):
     seed: Any = 0
 
     def init(self, x0, args):
-        n = _check_data(args, self.m, self.loss, x0)
-        grads = _client_grads(self.loss, x0, args)
-        g = jnp.mean(grads, axis=0)
-        key = jax.random.key_data(jax.random.key(self.seed))
-        z = jnp.int32(0)
-        return RGSVRGState(x0, z, jnp.linalg.norm(g), z, g, grads, g, key, _sync_ledger(n, self.m))
+        return RGSVRGState(*_synced_start(self, x0, args))
 
     def step(self, state, args):
         key, k_local, k_est = jax.random.split(jax.random.wrap_key_data(state.key), 3)
