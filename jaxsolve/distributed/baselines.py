@@ -76,6 +76,15 @@ def default_stepsize(kind, lips, W):
     return (1.0 + jnp.linalg.eigvalsh(W)[0]) / (2.0 * jnp.max(lips))
 
 
+def _start(solver, x0, args):
+    r"""The checked start's constants of the step-size methods (DGD, PG-EXTRA, NIDS):
+    the agents' $L_i$, the step $\alpha$ and ``error``'s step $\eta$, in ``x0``'s dtype."""
+    solver.check_start(x0, args)
+    lips = solver._lipschitz(args.data).astype(x0.dtype)
+    alpha = _need_alpha(_alpha(solver, lips, x0, args.W))
+    return lips, alpha, solver._eta(lips).astype(x0.dtype)
+
+
 def _need_alpha(alpha):
     if alpha is None:
         raise ValueError("on a device mesh, give stepsize (solve_on_mesh does so)")
@@ -116,10 +125,7 @@ class DGD(DecentralizedSolver):
     stepsize: Any = None
 
     def init(self, x0, args):
-        self.check_start(x0, args)
-        lips = self._lipschitz(args.data).astype(x0.dtype)
-        alpha = _need_alpha(_alpha(self, lips, x0, args.W))
-        eta = self._eta(lips).astype(x0.dtype)
+        lips, alpha, eta = _start(self, x0, args)
         err = self._error(x0, args, eta)
         return DGDState(x0, jnp.int32(0), err, jnp.int32(0), alpha, lips, eta, empty_ledger())
 
@@ -182,10 +188,7 @@ class PGExtra(DecentralizedSolver):
     stepsize: Any = None
 
     def init(self, x0, args):
-        self.check_start(x0, args)
-        lips = self._lipschitz(args.data).astype(x0.dtype)
-        alpha = _need_alpha(_alpha(self, lips, x0, args.W))
-        eta = self._eta(lips).astype(x0.dtype)
+        lips, alpha, eta = _start(self, x0, args)
         wx = self.comm.mix(args.mixing, x0)
         g, err = self._grads_and_error(x0, x0, args, eta)
         # Z^0 chosen so that the general step gives Z^1 = W X^0 - alpha grad(X^0)
@@ -256,10 +259,7 @@ class NIDS(DecentralizedSolver):
     stepsize: Any = None
 
     def init(self, x0, args):
-        self.check_start(x0, args)
-        lips = self._lipschitz(args.data).astype(x0.dtype)
-        alpha = _need_alpha(_alpha(self, lips, x0, args.W))
-        eta = self._eta(lips).astype(x0.dtype)
+        lips, alpha, eta = _start(self, x0, args)
         g, err = self._grads_and_error(x0, x0, args, eta)
         # Z^0 chosen so that the general step gives Z^1 = X^0 - alpha grad(X^0):
         # Z^0 = 2 X^0 - alpha g - W~ X^0 (one round for W X^0)
