@@ -188,7 +188,13 @@ def train_policy(
 
     Minibatches of ``batch_size`` problems are drawn with ``key``; ``optimizer``
     defaults to Adam (1e-3) with gradient clipping at norm 1. Checkpoint by saving
-    ``result.policies`` with ``equinox.tree_serialise_leaves``.
+    ``result.policies`` with ``equinox.tree_serialise_leaves`` (the horizon is a static
+    field, not a leaf: restore into ``Policies.learned(key).with_horizon(K)``).
+
+    The returned policies carry ``horizon = K``: run longer, the solver holds the
+    parameters of iteration ``K - 1`` (`jaxsolve.qp.deep`, "Past the horizon").
+    Training itself unrolls all ``K`` iterations with the policies, whatever horizon
+    ``policies`` came with.
     """
     if loss not in ("plain", "log"):
         raise ValueError(f"loss must be 'plain' or 'log', got {loss!r}")
@@ -199,6 +205,9 @@ def train_policy(
     key = jax.random.key(0) if key is None else key
     check_key("key", key)
     opt = optimizer or optax.chain(optax.clip_by_global_norm(1.0), optax.adam(1e-3))
+    # trained on all K iterations (a horizon from an earlier training would hold the
+    # parameters inside the unroll); the result's horizon is this K
+    policies = policies.with_horizon(None)
     params, static = eqx.partition(policies, eqx.is_inexact_array)
     state = opt.init(params)
 
@@ -234,4 +243,5 @@ def train_policy(
             bar.set_postfix(loss=f"{losses[-1]:.3g}")
     if bar is not None:
         bar.close()
-    return TrainResult(eqx.combine(params, static), np.asarray(losses), time.perf_counter() - t0)
+    trained = eqx.combine(params, static).with_horizon(K)
+    return TrainResult(trained, np.asarray(losses), time.perf_counter() - t0)
