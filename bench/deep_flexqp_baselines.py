@@ -37,6 +37,16 @@ problems whose error ends above its value at the horizon), and the exactness che
 400 learned iterations then FlexQP's active-set polish (`jaxsolve.qp.polish.polish`,
 at the policies' last elastic weights), against OSQP at ``eps = 1e-10`` with
 polishing, on the test problems OSQP solves.
+
+``--horizon-check`` runs only the horizon checks, for three ways of running the
+learned solver past its trained horizon (K = 50): the policies at every iteration
+(``with_horizon(None)``, the LSTM extrapolating), the parameters held from iteration 50
+on (what `train_policy` returns: ``horizon = 50``), held from 100 on, and held from 50
+on with the penalties rescaled by OSQP's rule (``past_horizon="adapt"``). Per way: the
+problems whose error after 200 (400) iterations is above their error at 50 (100), the
+largest such final error, how many of them end above 1e-10 (above rounding), and the
+median error at 100 and iterations to 1e-3 (the fixed-budget table's columns, which
+holding from 50 can change). It writes ``bench/results/deep_flexqp_horizon.md``.
 """
 
 from __future__ import annotations
@@ -215,6 +225,63 @@ def _write(rows, gens, a):
     write_results("deep_flexqp", "\n".join(lines) + "\n", quick=a.quick, out=a.out)
 
 
+def _horizon_check(a):
+    """``--horizon-check`` (module docstring)."""
+    import os
+
+    rows = []
+    for cls in a.classes.split(","):
+        t0, load0 = time.process_time(), os.getloadavg()[0]
+        tr = problem_set(cls, a.train, a.n, seed=0)
+        te = problem_set(cls, a.test, a.n, seed=1)
+        xs, ys, st = reference_solutions(tr)
+        keep = np.flatnonzero(np.asarray(st) == 0)
+        tr, xs, ys = jax.tree.map(lambda v, k=keep: v[k], (tr, xs, ys))
+        pol = _train(Policies.learned(jax.random.key(0)), tr, xs, ys, a.steps, 1e-3).policies
+        for way, solver in (
+            ("policies run on", DeepFlexQP(pol.with_horizon(None))),
+            ("held from 50", DeepFlexQP(pol)),
+            ("held from 100", DeepFlexQP(pol.with_horizon(100))),
+            ("adapt from 50", DeepFlexQP(pol, past_horizon="adapt")),
+        ):
+            h, _ = _run(solver, te, 400)
+            r = dict(cls=cls, way=way, med100=np.median(h[:, 99]), it=np.median(_to_tol(h, 1)))
+            for hz in (50, 100):
+                end = h[:, 4 * hz - 1]
+                up = end > h[:, hz - 1]
+                r[f"up{hz}"] = int(up.sum())
+                r[f"big{hz}"] = int(np.sum(up & (end > 1e-10)))
+                r[f"e{hz}"] = float(np.max(end[up], initial=0.0))
+            rows.append(r)
+            print(r, flush=True)
+        rows[-1]["cost"] = (
+            f"{time.process_time() - t0:.0f} CPU s, load {load0:.1f}-{os.getloadavg()[0]:.1f}"
+        )
+        lines = [
+            "# Deep FlexQP past its training horizon (K = 50): policies run on, or parameters held",
+            "",
+            f"`python bench/deep_flexqp_baselines.py --horizon-check --classes {a.classes} "
+            f"--n {a.n} --train {a.train} --test {a.test} --steps {a.steps}` on "
+            f"{datetime.date.today()}, float64, {jax.default_backend()}; the learned policies "
+            "as in deep_flexqp.md (K = 50, Adam 1e-3, minibatches of 16). Per class and way: "
+            "problems whose error after 200 (400) iterations ends above its error at 50 (100), "
+            "how many of them end above 1e-10, the largest such final error; the median error "
+            "at 100 and iterations to 1e-3 (within 400). Method: the docstring of "
+            "`bench/deep_flexqp_baselines.py`.",
+            "",
+            "| class | past the horizon | 200 > 50 | of them > 1e-10 | their max err | "
+            "400 > 100 | of them > 1e-10 | their max err | err@100 | it. to 1e-3 | CPU, load |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        ]
+        lines += [
+            f"| {r['cls']} | {r['way']} | {r['up50']} | {r['big50']} | {r['e50']:.1e} | "
+            f"{r['up100']} | {r['big100']} | {r['e100']:.1e} | {r['med100']:.2e} | "
+            f"{_fmt_it(r['it'])} | {r.get('cost', '')} |"
+            for r in rows
+        ]
+        write_results("deep_flexqp_horizon", "\n".join(lines) + "\n", quick=a.quick, out=a.out)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--classes", default=",".join(CLASSES))
@@ -229,9 +296,12 @@ def main(argv=None):
     ap.add_argument("--gen-test", type=int, default=16)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--horizon-check", action="store_true")
     a = ap.parse_args(argv)
     if a.quick:
         a.classes, a.n, a.train, a.test, a.steps, a.gen_n, a.gen_test = "random", 8, 16, 8, 3, 16, 4
+    if a.horizon_check:
+        return _horizon_check(a)
     hand = flexqp(polish=False, check_every=10)
     rows, gens = [], []
     for cls in a.classes.split(","):
