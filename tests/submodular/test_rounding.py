@@ -129,3 +129,32 @@ def test_sparse_derandomized_rounding_equals_the_dense_one():
             a = np.asarray(_round_once(dense, c, x, None, dense))
             b = np.asarray(_round_once(sp, c, x, None, sp))
             np.testing.assert_array_equal(a, b)
+
+
+def test_default_rounds_one_random_candidate_when_many_items_are_fractional():
+    """num_rounds=None draws 8 randomized roundings (keys split 8 ways) and keeps the best,
+    unless more than MANY_FRACTIONAL items are fractional: then only the first. A BCOO
+    SCM without its column index has no derandomized candidate, so the randomized ones
+    decide alone."""
+    from jax.experimental import sparse
+
+    from jaxsolve.submodular.rounding import MANY_FRACTIONAL, _pairwise_pass
+
+    rng = np.random.default_rng(11)
+    for n, few in ((120, True), (600, False)):
+        M, w = random_scm(rng, 40, n, density=0.1)
+        Mb = sparse.BCOO.fromdense(jnp.asarray(M))
+        f = sm.SCM(Mb, jnp.asarray(w), jnp.ones(40), sm.sqrt)  # no column index
+        c = sm.cardinality(n // 6)
+        x = c.project(jnp.asarray(rng.uniform(0.05, 0.3, n)))  # every item fractional
+        assert (few and n <= MANY_FRACTIONAL) or (not few and n > MANY_FRACTIONAL)
+        key = jax.random.key(5)
+        sets = _pairwise_pass(x, c, keys=jax.random.split(key, 8))
+        values = [float(f.value(sm.fill(f, c, S, x))) for S in sets]
+        S, v = sm.round_solution(f, c, x, key)
+        S8, v8 = sm.round_solution(f, c, x, key, num_rounds=8)
+        assert float(v8) == max(values)
+        assert float(v) == (max(values) if few else values[0]), (float(v), values)
+        assert bool(c.feasible(S)) and float(f.value(S)) == float(v)
+        if not few:
+            assert float(v) < float(v8)  # the other 7 draws are not looked at
