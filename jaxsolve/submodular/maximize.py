@@ -62,8 +62,10 @@ def _check_inputs(f, constraint, key, num_rounds):
             f"got {type(constraint).__name__}"
         )
     constraint.check(f.n)
-    if isinstance(num_rounds, bool) or not isinstance(num_rounds, int) or num_rounds < 1:
-        raise ValueError(f"num_rounds must be a positive int, got {num_rounds!r}")
+    if num_rounds is not None and (
+        isinstance(num_rounds, bool) or not isinstance(num_rounds, int) or num_rounds < 1
+    ):
+        raise ValueError(f"num_rounds must be None or a positive int, got {num_rounds!r}")
     check_key("key", key)
 
 
@@ -73,9 +75,9 @@ def maximize(
     key: jax.Array | None = None,
     *,
     solver: AAPGA | None = None,
-    tol: float = 1e-6,
+    tol: float | None = 1e-3,
     max_steps: int = 500,
-    num_rounds: int = 8,
+    num_rounds: int | None = None,
     x0: Float[Array, " n"] | None = None,
 ) -> MaximizeResult:
     r"""Maximize the SCM `f` under `constraint`: relaxation, AAPGA, randomized rounding.
@@ -87,16 +89,41 @@ def maximize(
         key: a `jax.random` key for the rounding (default `jax.random.key(0)`, so a
             call is reproducible).
         solver: the relaxation's solver (default `aapga(shrink=0.7, bound="extrapolated",
-            certify_below=10 * tol)`: about half the steps of `aapga()`'s 0.9 on
-            coverage, and the certificate read off the line search's supergradient
-            instead of one more product per step, see `jaxsolve.submodular.aapga`;
-            `pga()` for the baseline).
-        tol: relative Frank-Wolfe gap at which the relaxation stops.
+            certify_below=10 * tol, first_lipschitz="step")`: about half the steps of
+            `aapga()`'s 0.9 on coverage, the certificate read off the line search's
+            supergradient instead of one more product per step, and the first $L$ from
+            the first projected step, see `jaxsolve.submodular.aapga`; `pga()` for the
+            baseline).
+        tol: relative certified gap at which the relaxation stops (None: the driver's
+            default tolerance). The default $10^{-3}$ is matched to what the rounding
+            keeps, see below.
         max_steps: step budget of the relaxation.
-        num_rounds: independent roundings, the best kept (static).
+        num_rounds: randomized roundings, the best kept with the derandomized one
+            (static); None: 8 when at most 200 items of the relaxed point are
+            fractional, else 1 (`jaxsolve.submodular.rounding` says why).
         x0: the relaxation's start (default: the constraint's uniform point); a real
             vector of shape `(n,)` (checked), cast to `f`'s dtype and projected onto
             the polytope, so a start outside it is allowed.
+
+    What is guaranteed, whatever `tol`: the set is feasible, `value` is its $f$, and
+    `upper_bound` $= F(x) + \mathrm{gap}(x) \ge \mathrm{OPT}$ is a certificate; on
+    `SUCCESS`, $F(x) \ge \max_P F/(1 + \mathrm{tol})$. With at least one randomized
+    rounding among the candidates, the expected value is at least that rounding's,
+    $\mathbb E f(S) \ge G(x)$ for the multilinear extension $G$ (pipage keeps it in
+    expectation), which gives the paper's approximation factors where $G$ is within a
+    constant of $F$ (e.g. $G \ge (1 - 1/e) F$ for coverage). The derandomized
+    rounding follows $F$ and carries no guarantee of its own; it only adds a candidate.
+
+    Why `tol` $= 10^{-3}$ by default (it was $10^{-6}$): the rounding loses far more
+    than that. On the 16 instances of `bench/submodular.py` (probabilistic coverage,
+    ER and SBM, n = 5000, k = 10-2000) $f(S)$ is 0.06-2.2% below $F(x)$, while at
+    12 of them (k = 10, 50, 200, 500, 1000, 2000) the sets found at $10^{-3}$ are
+    within 0.03% of those at $10^{-4}$ in value (equal or higher at 8 of 12), in
+    7-12 steps instead of 10-19 (k = 500: ER 13 -> 9, SBM 14 -> 12); on the 200
+    brute-forced SCMs of `tests/submodular/test_maximize.py` the medians and minima
+    of the ratios to OPT are those of $10^{-6}$ (cardinality median 1.0, min 0.949;
+    knapsack min 0.932; partition min 0.972). A smaller `tol` tightens the
+    certificate `upper_bound` (by at most `tol` relative) more than the set.
 
     Works under `jax.vmap` (over `f`, `constraint`, `key`) and `jax.jit`; the checks
     run only on concrete inputs.
@@ -109,7 +136,9 @@ def maximize(
         tol = jnp.asarray(tol, dtype)  # traced in `_run`: a new tol does not recompile
     if solver is None:
         below = 0.0 if tol is None else 10 * tol
-        solver = aapga(shrink=0.7, bound="extrapolated", certify_below=below)
+        solver = aapga(
+            shrink=0.7, bound="extrapolated", certify_below=below, first_lipschitz="step"
+        )
     if x0 is None:
         x0 = constraint.start(f.n, dtype)
     else:

@@ -134,10 +134,34 @@ def test_extrapolated_bound_stops_with_the_iterate_gap_at_fewer_products():
         c = sm.cardinality(k)
         key = jax.random.key(3)
         ours = sm.maximize(f, c, key, tol=1e-4)
-        plain = sm.maximize(f, c, key, tol=1e-4, solver=sm.aapga(shrink=0.7))
+        plain_solver = sm.aapga(shrink=0.7, first_lipschitz="step")
+        plain = sm.maximize(f, c, key, tol=1e-4, solver=plain_solver)
         assert int(ours.status) == int(plain.status) == jaxsolve.Status.SUCCESS
         assert int(ours.num_steps) == int(plain.num_steps)
         assert int(ours.num_grads) < int(plain.num_grads)
         np.testing.assert_array_equal(ours.selected, plain.selected)
         assert float(ours.upper_bound) >= float(ours.value)
         assert float(ours.relaxation) >= float(ours.upper_bound) / (1 + 1e-4)
+
+
+def test_first_lipschitz_from_the_first_step_saves_steps():
+    """first_lipschitz="step" (maximize's default): the secant along the first projected
+    step starts L several times below the steepest-direction estimate, so the solve to
+    a 1e-3 gap takes fewer steps, certified all the same (coverage, n = 400)."""
+    f = sm.probabilistic_coverage(jnp.asarray(_coverage_graph(400, 0.03, 2)))
+    c = sm.cardinality(40)
+    x0 = c.start(f.n, jnp.float64)
+    out = {}
+    for kind in ("gradient", "step"):
+        solver = sm.aapga(
+            shrink=0.7, bound="extrapolated", certify_below=1e-2, first_lipschitz=kind
+        )
+        first = solver.init(x0, (f, c))
+        sol = jaxsolve.solve(solver, x0, (f, c), tol=1e-3, max_steps=200)
+        assert int(sol.status) == jaxsolve.Status.SUCCESS
+        assert float(sol.state.upper) <= float(sol.state.value) * (1 + 1e-3)
+        out[kind] = (float(first.lipschitz), int(sol.num_steps))
+    assert out["step"][0] < 0.5 * out["gradient"][0], out
+    assert out["step"][1] < out["gradient"][1], out
+    with pytest.raises(ValueError, match="first_lipschitz must be"):
+        sm.aapga(first_lipschitz="secant")

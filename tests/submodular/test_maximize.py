@@ -66,7 +66,8 @@ def _ours(phi, M, w, cap, costs, budget, kinds):
             "knapsack": sm.Knapsack(costs, budget),
             "partition": sm.PartitionMatroid(jnp.asarray(GROUPS, jnp.int32), jnp.ones(4)),
         }
-        res = [sm.maximize(f, cons[kind], key, tol=1e-6, max_steps=300) for kind in kinds]
+        # maximize's default tol (1e-3): the quality it promises is that of its default
+        res = [sm.maximize(f, cons[kind], key, max_steps=300) for kind in kinds]
         return [(r.value, r.feasible, f.value(r.selected), r.upper_bound) for r in res]
 
     keys = jax.random.split(jax.random.key(0), M.shape[0])
