@@ -49,6 +49,37 @@ def test_unrolled_training_lowers_the_loss_and_gradients_are_finite():
         assert np.all(np.isfinite(res.losses))
         after = float(unrolled_loss(res.policies, qps, xs, ys, 10))
         assert after < 0.97 * before, (before, after)
+        # the trained policies know their horizon; run 4x past it, the parameters are
+        # held and the fixed-point residual (sqrt(sigma) x, sqrt(rho) (z + y / rho)) never
+        # grows (the KKT error
+        # need not fall: on one of these 12 problems it goes from 3.0e-2 at 10 to 5.2e-2
+        # at 40, fixed-parameter ADMM far from converged)
+        assert res.policies.horizon == 10 and pol.horizon is None
+        solver = DeepFlexQP(res.policies)
+        step = jax.jit(jax.vmap(solver.step))
+        state = jax.vmap(lambda qp: solver.init(jnp.zeros(6), qp))(qps)
+        fpr, v_prev = [], None
+        for k in range(40):
+            state, _ = step(state, qps)
+            # in the Ruiz-scaled units the iteration runs in: x / D, E z, c y / E
+            D, E, c = (np.asarray(f) for f in state.scale)
+            rho = np.asarray(state.rho)
+            v = np.concatenate(
+                [
+                    np.sqrt(solver.sigma) * np.asarray(state.x) / D,
+                    np.sqrt(rho)
+                    * (np.asarray(state.z) * E + np.asarray(state.y) * c[:, None] / E / rho),
+                ],
+                axis=1,
+            )
+            if k >= 10:
+                fpr.append(np.linalg.norm(v - v_prev, axis=1))
+            if k == 9:
+                rho_h = np.asarray(state.rho)
+            v_prev = v
+        np.testing.assert_array_equal(np.asarray(state.rho), rho_h)
+        fpr = np.asarray(fpr)
+        assert np.all(fpr[1:] <= fpr[:-1] * (1 + 1e-9) + 1e-14), fpr
         # the trained solver is a protocol solver like any other
         sol = jaxsolve.solve(
             DeepFlexQP(res.policies), jnp.zeros(6), jax.tree.map(lambda v: v[0], qps)
@@ -130,3 +161,83 @@ def test_scalar_policy_follows_its_schedule_then_holds_the_last_value():
         np.testing.assert_allclose(np.asarray(sol.info.rho_mean), 1e-4 * 1e8**s, rtol=1e-12)
     with pytest.raises(ValueError, match="outside its range"):
         Policies.scalar(1, rho=1e5)
+
+
+def _perturbed_past(H, scaling=0):
+    """A scalar schedule over 4H iterations whose penalty, after iteration H, jumps
+    between the ends of its range (1e-4 and 1e4, logits -4 / 4) every iteration: a
+    policy that misbehaves beyond the horizon it would have been trained for."""
+    import equinox as eqx
+
+    pol = Policies.scalar(4 * H, scaling_iters=scaling)
+    alt = jnp.where(jnp.arange(4 * H) % 2 == 0, 4.0, -4.0)
+    return eqx.tree_at(lambda p: p.ineq.logits, pol, pol.ineq.logits.at[H:, 0].set(alt[H:]))
+
+
+def test_parameters_are_held_past_the_horizon():
+    """With horizon H, iterations H..4H-1 use exactly the parameters of iteration H-1,
+    and the error after 4H iterations is below its value at H on every problem; run on
+    (no horizon), the same policy ends above it (about 1, from 0.16-0.24). Past the
+    horizon the fixed-point residual of v = z + y / rho (the ADMM variable; rho is then
+    fixed) never grows: relaxed ADMM with fixed parameters is averaged."""
+    import equinox as eqx
+
+    H = 10
+    with jax.enable_x64(True):
+        keys = jax.random.split(jax.random.key(0), 4)
+        qps = jax.tree.map(lambda *v: jnp.stack(v), *[problems.random_qp(k, 12, 18) for k in keys])
+        pol = _perturbed_past(H)
+
+        def run(p, steps):
+            s = deep_flexqp(p)
+            return jax.vmap(
+                lambda qp: jaxsolve.solve(
+                    s, jnp.zeros(12), qp, max_steps=steps, tol=0.0, loop="fixed", history=True
+                )
+            )(qps)
+
+        held, free = run(pol.with_horizon(H), 4 * H), run(pol, 4 * H)
+        for name in ("rho_mean", "mu_mean", "alpha"):
+            v = np.asarray(getattr(held.info, name))
+            np.testing.assert_array_equal(v[:, H:], np.repeat(v[:, H - 1 : H], 3 * H, axis=1))
+        h_held, h_free = np.asarray(held.history), np.asarray(free.history)
+        np.testing.assert_array_equal(h_held[:, :H], h_free[:, :H])  # within: the same
+        assert np.all(h_held[:, -1] < h_held[:, H - 1]), h_held[:, [H - 1, -1]]
+        assert np.all(h_free[:, -1] > 3 * h_free[:, H - 1]), h_free[:, [H - 1, -1]]
+
+        s = deep_flexqp(pol.with_horizon(H))
+        step = eqx.filter_jit(lambda solver, state, qp: solver.step(state, qp))
+        qp = jax.tree.map(lambda v: v[0], qps)
+        state, v_prev, fpr = s.init(jnp.zeros(12), qp), None, []
+        for k in range(4 * H):
+            state, _ = step(s, state, qp)
+            if k == H - 1:
+                at_h = state
+            v = np.asarray(state.z) + np.asarray(state.y) / np.asarray(state.rho)
+            if v_prev is not None:
+                fpr.append(np.linalg.norm(np.sqrt(np.asarray(state.rho)) * (v - v_prev)))
+            v_prev = v
+        for name in ("rho", "mu", "alpha"):  # the per-row parameters: exactly the last ones
+            np.testing.assert_array_equal(
+                np.asarray(getattr(state, name)), np.asarray(getattr(at_h, name))
+            )
+        tail = np.asarray(fpr[H - 1 :])
+        assert np.all(tail[1:] <= tail[:-1] * (1 + 1e-12)), tail
+
+
+def test_a_horizon_leaves_a_constant_policy_unchanged():
+    """Held constants are the constants: Policies.fixed with a horizon gives the same
+    iterates bit for bit (so hand-tuned FlexQP is still reproduced), and past_horizon is
+    checked."""
+    with jax.enable_x64(True):
+        qp = problems.random_qp(jax.random.key(1), 12, 18)
+        a = jaxsolve.solve(deep_flexqp(Policies.fixed()), jnp.zeros(12), qp, max_steps=20, tol=0.0)
+        b = jaxsolve.solve(
+            deep_flexqp(Policies.fixed().with_horizon(3)), jnp.zeros(12), qp, max_steps=20, tol=0.0
+        )
+        np.testing.assert_array_equal(np.asarray(b.x), np.asarray(a.x))
+        np.testing.assert_array_equal(np.asarray(b.state.y), np.asarray(a.state.y))
+    with pytest.raises(ValueError, match="past_horizon must be"):
+        deep_flexqp(past_horizon="lstm")
+    with pytest.raises(ValueError, match="horizon must be an int >= 1"):
+        Policies.fixed().with_horizon(0)
