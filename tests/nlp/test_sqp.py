@@ -151,3 +151,77 @@ def test_unicycle_obstacle_avoidance():
                 assert clear >= -1e-6
                 assert float(sol.state.violation) <= 1e-6
         assert ok >= 8
+
+
+def test_inexact_subproblem_tolerance_rule():
+    # tau_k = clip(min(kappa, e_k) e_k, qp_tol, qp_tol_max); FlexQP's polish_accept
+    # follows it; qp_forcing=None keeps the fixed tolerance
+    fun = lambda x, a: jnp.sum(x**2)
+    ineq = lambda x, a: jnp.array([1 - x[0]])
+    with jax.enable_x64(True):
+        solver = sqp(fun, ineq=ineq, qp_forcing=0.1, qp_tol_max=1e-3)
+        for e, want in [(100.0, 1e-3), (0.02, 0.02**2), (1e-2, 1e-4), (1e-3, 1e-6), (1e-5, 1e-8)]:
+            tol, qs = solver._subproblem_tol(jnp.asarray(e), jnp.float64)
+            np.testing.assert_allclose(float(tol), want, rtol=1e-12)
+            np.testing.assert_allclose(float(qs.polish_accept), want, rtol=1e-12)
+        tol, _ = solver._subproblem_tol(jnp.asarray(jnp.nan), jnp.float64)
+        assert float(tol) == 1e-8  # a NaN residual: the exact subproblem
+        fixed = sqp(fun, ineq=ineq, qp_forcing=None)
+        tol, qs = fixed._subproblem_tol(jnp.asarray(1.0), jnp.float64)
+        assert tol is None and qs is fixed.qp_solver
+
+
+@pytest.mark.slow  # two compilations of a 150-variable trajectory problem (~20 s)
+def test_inexact_subproblems_reach_the_same_point_with_fewer_admm_steps():
+    # unicycle scenario 1 (bench/nlp.py's): the first subproblem, from a cold start at
+    # KKT residual 42, took 45 steps (450 ADMM iterations) at the fixed 1e-8 and 5 at
+    # the adaptive 1e-3; the later ones end at their first in-loop polish either way
+    # (15 SQP iterations both)
+    prob = problems.unicycle(30)
+    d = problems.unicycle_data(jax.random.key(1))
+    z0 = problems.unicycle_rollout(d, d.u_ref.at[:, 1].set(0.3))
+    sols = {}
+    with jax.enable_x64(True):
+        for name, forcing in (("adaptive", 0.1), ("fixed", None)):
+            solver = sqp(
+                prob.fun,
+                prob.eq,
+                prob.ineq,
+                lb=prob.lb,
+                ub=prob.ub,
+                hessian="exact",
+                qp_forcing=forcing,
+            )
+            sol = solve(solver, z0, d, tol=1e-8, max_steps=60, history=True)
+            assert int(sol.status) == Status.SUCCESS, (name, sol.message)
+            # SUCCESS is a KKT point of the problem as given: recomputed at (x, y)
+            e = solver._evaluate(sol.x, d)
+            assert float(solver._kkt(sol.x, e, sol.state.y)) <= 1e-8
+            sols[name] = (sol, np.asarray(sol.info.qp_steps)[: int(sol.num_steps)])
+    (a, sa), (f, sf) = sols["adaptive"], sols["fixed"]
+    assert int(a.num_steps) <= int(f.num_steps)
+    assert sa.sum() <= sf.sum() - 30, (sa, sf)  # 20 against 60 steps when written
+    assert sa[0] <= 10 < 40 <= sf[0], (sa[0], sf[0])
+    # the same local solution: x and the multipliers
+    np.testing.assert_allclose(np.asarray(a.x), np.asarray(f.x), atol=1e-6)
+    np.testing.assert_allclose(np.asarray(a.state.y), np.asarray(f.state.y), atol=1e-4)
+
+
+def test_convexified_hessian_skips_eigh_only_when_it_changes_nothing():
+    from jaxsolve.nlp.hessian import convexified_hessian
+
+    def by_eigh(H, JA):  # the eigenvalue map applied unconditionally (the reference)
+        H = (H + H.T) / 2
+        G = JA.T @ JA
+        rho = 10 * max(1.0, np.abs(H).max()) / np.abs(G).max()
+        w, V = np.linalg.eigh(H + rho * G)
+        return (V * np.maximum(np.abs(w), 1e-8 * max(1.0, np.abs(w).max()))) @ V.T
+
+    rng = np.random.default_rng(0)
+    M = rng.standard_normal((6, 6))
+    JA = rng.standard_normal((2, 6))
+    with jax.enable_x64(True):
+        for H in (M @ M.T + np.eye(6), M + M.T, -(M @ M.T)):  # definite, indefinite, negative
+            B = np.asarray(convexified_hessian(jnp.asarray(H), jnp.asarray(JA)))
+            np.testing.assert_allclose(B, by_eigh(H, JA), atol=1e-9 * np.abs(B).max())
+            assert np.linalg.eigvalsh(B).min() > 0
