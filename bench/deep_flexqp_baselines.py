@@ -6,7 +6,9 @@ problems and targets (``K = 50`` unrolled, the paper's loss, Adam, ``--steps``
 minibatches of 16, Ruiz-scaled problems):
 
 * learned: the row-wise LSTM policies (`Policies.learned`, Adam 1e-3, as
-  ``bench/deep_flexqp.py``);
+  ``bench/deep_flexqp.py``); as `train_policy` returns them, with ``horizon = 50``: from
+  iteration 50 on they hold their last parameters (tables made before 3b319b4 ran the
+  policies on at every iteration);
 * scalar: `Policies.scalar` with ``--horizon`` iterations (default 50 = K): one
   trainable ``(rho, mu)`` for inequality rows, one for equality rows and one
   ``alpha`` per iteration, the same for every row and every problem, held at the
