@@ -637,12 +637,9 @@ def sqp(
             subproblem's tolerance accepted, rho adapted at every check; here with one
             polish pass instead of 3 and the ``finalize`` polish only for a run that
             ended on the ADMM iterate (`SQP._polish_if_needed`): a warm-started
-            subproblem nearly always ends at its first in-loop polish; on 12 unicycle
-            problems the two changes took the median from 0.107 to 0.062 CPU s with
-            the adaptive tolerance on in both (two runs at load 7-12), at the same
-            iterations and solved count, and issue 26's speed work as a whole from
-            0.104 to 0.065 on the 100 of ``bench/results/nlp.md``); any FlexQP-state
-            solver fits (a
+            subproblem nearly always ends at its first in-loop polish, and the two
+            changes took the unicycle benchmark's median from 0.10 to 0.065 CPU s at
+            the same iterations and solved count); any FlexQP-state solver fits (a
             Deep FlexQP solver too). Another solver may define ``at_tol(tol)``, which
             `sqp` calls with each subproblem's tolerance.
         qp_tol: the subproblems' tolerance (default by dtype); with ``qp_forcing``,
