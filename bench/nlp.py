@@ -8,30 +8,17 @@ started from the reference inputs' rollout nudged sideways (omega = 0.3).
 Methods, all to a KKT residual of 1e-6 (float64):
 
 * ``sqp+flexqp``: `jaxsolve.nlp.sqp` (exact Hessian, convexified), one compiled call;
-* ``sqp+flexqp, fixed qp_tol (before)``: the same with the subproblem settings before
-  issue 26's speed work: a fixed tolerance (1e-8) and `single_qp_solver` as
-  `solve_qp` sets it up (3-pass in-loop polish and a polish in ``finalize``);
 * ``sqp+osqp``: the same outer loop (same class, same merit, line search and Hessian)
   with each subproblem solved by OSQP 1.x on the host (``jax.pure_callback``; eps
   1e-6 with polish, which makes a solution exact once its active set is right; at
-  eps 1e-9 OSQP took 20k iterations per subproblem and solved 2 of 10), cold started.
-  An infeasible linearization makes OSQP return no step, where FlexQP returns the
-  least-violation one: this is the comparison the paper makes;
-* ``sqp+osqp, warm``: OSQP started from the previous subproblem's multipliers (x = 0),
-  the warm start FlexQP gets; ``sqp+osqp, warm, adaptive eps``: also `sqp`'s
-  inexact-SQP tolerance rule as OSQP's eps (floor 1e-6), the rule FlexQP gets: the
-  fair comparison with the default ``sqp+flexqp``;
+  eps 1e-9 OSQP took 20k iterations per subproblem and solved 2 of 10). An infeasible linearization makes OSQP return no step, where
+  FlexQP returns the least-violation one: this is the comparison the paper makes;
 * ``slsqp``: SciPy's SLSQP (``ftol`` 1e-10) on the same functions (jitted values and
   gradients).
 
 Success: SUCCESS status (for SLSQP its ``success``) and a trajectory whose dynamics
-residual and obstacle penetration are at most 1e-6; the table also gives the largest KKT
-residual of the solved SQP runs recomputed at the returned (x, y). Wall and CPU
-(``time.process_time``, which a loaded machine inflates less) times: medians over the
-problems of a solve after compilation (the compile time apart); one BLAS thread (as
-every bench script: OpenBLAS's spinning threads made this benchmark 10-20x slower at
-load 7 on 2 cores). Subproblem steps (one step = 10 ADMM iterations) are counted by
-a rerun with ``history=True``.
+residual and obstacle penetration are at most 1e-6. Wall time: median over the
+problems of a solve after compilation (the compile time apart).
 ``--n``: number of scenarios (default 100; ``--quick``: 10).
 
 ``--batch B`` (issue 26's batch clause): B scenarios as one ``jax.jit(jax.vmap(...))``
@@ -46,16 +33,13 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import os
 import time
-from functools import partial
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from _util import optional, setup, write_results
 
-setup()
+setup(threads=None)
 
-import equinox as eqx  # noqa: E402
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
@@ -64,7 +48,6 @@ import peers.osqp  # noqa: E402
 from jaxsolve import Status, solve, solve_batch  # noqa: E402
 from jaxsolve.core.protocol import AbstractSolver  # noqa: E402
 from jaxsolve.nlp import problems, sqp  # noqa: E402
-from jaxsolve.qp import single_qp_solver  # noqa: E402
 
 osqp = optional("osqp")
 from scipy.optimize import minimize  # noqa: E402
@@ -84,13 +67,10 @@ class _OSQPState(NamedTuple):
     mu: jax.Array
 
 
-def _osqp_host(P, q, A, l, u, y0, eps, warm):
-    solver = peers.osqp.setup_qp(
-        (P, q, A, l, u), eps_abs=float(eps), eps_rel=float(eps), polish=True, max_iter=10000
+def _osqp_host(P, q, A, l, u):
+    r = peers.osqp.solve_qp(
+        (P, q, A, l, u), eps_abs=1e-6, eps_rel=1e-6, polish=True, max_iter=10000
     )
-    if warm:  # the previous subproblem's multipliers, x = 0 (as FlexQP's warm start)
-        solver.warm_start(x=np.zeros(np.shape(q)), y=np.asarray(y0, np.float64))
-    r = solver.solve()
     ok = r.info.status_val in (1, 2)  # solved, solved inaccurate
     x = np.asarray(r.x) if ok else np.full(np.shape(q), np.nan)
     y = np.asarray(r.y) if ok else np.zeros(np.shape(l))
@@ -99,20 +79,7 @@ def _osqp_host(P, q, A, l, u, y0, eps, warm):
 
 
 class OSQPSubproblem(AbstractSolver):
-    """A QP 'solver' for `jaxsolve.nlp.sqp` that calls OSQP on the host in ``init``.
-
-    ``eps``: OSQP's eps_abs = eps_rel (1e-6: the fixed setting). ``adaptive``: `sqp`'s
-    inexact-SQP tolerance replaces ``eps`` at every subproblem (``at_tol``; give `sqp`
-    ``qp_tol=1e-6`` as its floor). ``warm``: start OSQP from the previous subproblem's
-    multipliers (and x = 0), the warm start FlexQP gets.
-    """
-
-    eps: Any = 1e-6
-    adaptive: bool = eqx.field(static=True, default=False)
-    warm: bool = eqx.field(static=True, default=False)
-
-    def at_tol(self, tol):
-        return eqx.tree_at(lambda s: s.eps, self, tol) if self.adaptive else self
+    """A QP 'solver' for `jaxsolve.nlp.sqp` that calls OSQP on the host in ``init``."""
 
     def init(self, x0, qp):
         dt = qp.q.dtype
@@ -121,9 +88,7 @@ class OSQPSubproblem(AbstractSolver):
             jax.ShapeDtypeStruct(qp.l.shape, dt),
             jax.ShapeDtypeStruct((), jnp.int32),
         )
-        host = partial(_osqp_host, warm=self.warm)
-        eps = jnp.asarray(self.eps, dt)
-        x, y, status = jax.pure_callback(host, shapes, qp.P, qp.q, qp.A, qp.l, qp.u, x0.y, eps)
+        x, y, status = jax.pure_callback(_osqp_host, shapes, qp.P, qp.q, qp.A, qp.l, qp.u)
         return _OSQPState(
             x=x,
             iter_num=jnp.int32(0),
@@ -163,65 +128,32 @@ def main(argv=None):
     starts = [problems.unicycle_rollout(d, d.u_ref.at[:, 1].set(0.3)) for d in scen]
     rows = {}
 
-    def run_sqp(name, solver, stats=False):
+    def run_sqp(name, solver):
         run = jax.jit(lambda z0, d: solve(solver, z0, d, tol=TOL, max_steps=150))
         t0 = time.perf_counter()
         jax.block_until_ready(run(starts[0], scen[0]))
         compile_s = time.perf_counter() - t0
-        kkt = jax.jit(lambda x, y, d: solver._kkt(x, solver._evaluate(x, d), y))
-        times, cpu, ok, iters, worst = [], [], 0, [], 0.0
+        times, ok, iters = [], 0, []
         for z0, d in zip(starts, scen, strict=True):
-            t0, c0 = time.perf_counter(), time.process_time()
+            t0 = time.perf_counter()
             sol = jax.block_until_ready(run(z0, d))
             times.append(time.perf_counter() - t0)
-            cpu.append(time.process_time() - c0)
             good = int(sol.status) == Status.SUCCESS and _quality(prob, sol.x, d) <= TOL
-            if good:  # SUCCESS is a KKT point to TOL: recomputed at the returned point
-                worst = max(worst, float(kkt(sol.x, sol.state.y, d)))
             ok += good
             iters.append(int(sol.num_steps))
-        sub = [float("nan")]
-        if stats:  # steps of every subproblem (one step: 10 ADMM iterations), a rerun
-            hist = jax.jit(lambda z0, d: solve(solver, z0, d, tol=TOL, max_steps=150, history=True))
-            sub = []
-            for z0, d in zip(starts, scen, strict=True):
-                h = hist(z0, d)
-                sub += list(np.asarray(h.info.qp_steps)[: int(h.num_steps)])
-        rows[name] = (ok, np.median(times), np.median(cpu), compile_s, np.median(iters), sub, worst)
+        rows[name] = (ok, np.median(times), compile_s, np.median(iters))
         print(f"{name}: {ok}/{n} solved, median {np.median(times):.3f} s", flush=True)
 
     base = dict(lb=prob.lb, ub=prob.ub, hessian="exact")
-    run_sqp("sqp+flexqp", sqp(prob.fun, prob.eq, prob.ineq, **base), stats=True)
-    # the previous defaults: fixed subproblem tolerance, 3-pass in-loop polish and a
-    # polish in finalize (single_qp_solver as solve_qp sets it up)
-    run_sqp(
-        "sqp+flexqp, fixed qp_tol (before)",
-        sqp(prob.fun, prob.eq, prob.ineq, qp_forcing=None, qp_solver=single_qp_solver(), **base),
-        stats=True,
-    )
+    run_sqp("sqp+flexqp", sqp(prob.fun, prob.eq, prob.ineq, **base))
     if osqp is not None:
         run_sqp("sqp+osqp", sqp(prob.fun, prob.eq, prob.ineq, qp_solver=OSQPSubproblem(), **base))
-        run_sqp(
-            "sqp+osqp, warm",
-            sqp(prob.fun, prob.eq, prob.ineq, qp_solver=OSQPSubproblem(warm=True), **base),
-        )
-        run_sqp(
-            "sqp+osqp, warm, adaptive eps",
-            sqp(
-                prob.fun,
-                prob.eq,
-                prob.ineq,
-                qp_solver=OSQPSubproblem(adaptive=True, warm=True),
-                qp_tol=1e-6,
-                **base,
-            ),
-        )
 
     f = jax.jit(prob.fun)
     g = jax.jit(jax.grad(prob.fun))
     ce, je = jax.jit(prob.eq), jax.jit(jax.jacfwd(prob.eq))
     ci, ji = jax.jit(prob.ineq), jax.jit(jax.jacfwd(prob.ineq))
-    times, cpu, ok, iters = [], [], 0, []
+    times, ok, iters = [], 0, []
     bounds = list(zip(prob.lb, prob.ub, strict=True))
 
     def slsqp(z0, d):
@@ -244,45 +176,26 @@ def main(argv=None):
         )
 
     for z0, d in zip(starts, scen, strict=True):
-        t0, c0 = time.perf_counter(), time.process_time()
+        t0 = time.perf_counter()
         r = slsqp(z0, d)
         times.append(time.perf_counter() - t0)
-        cpu.append(time.process_time() - c0)
         ok += bool(r.success) and _quality(prob, r.x, d) <= TOL
         iters.append(r.nit)
-    rows["slsqp"] = (
-        ok,
-        np.median(times[1:] or times),
-        np.median(cpu[1:] or cpu),
-        float("nan"),
-        np.median(iters),
-        [float("nan")],
-        float("nan"),
-    )
+    rows["slsqp"] = (ok, np.median(times[1:] or times), float("nan"), np.median(iters))
     print(f"slsqp: {ok}/{n} solved, median {np.median(times):.3f} s", flush=True)
 
-    ref = rows.get("sqp+osqp", rows["sqp+flexqp"])
-    ref_name = "sqp+osqp" if "sqp+osqp" in rows else "sqp+flexqp"
+    ref = rows["sqp+flexqp"][1]
     lines = [
         f"# SQP on unicycle obstacle avoidance (T = {T}, {n} scenarios)",
         "",
         f"`python bench/nlp.py --n {n}` on {datetime.date.today()}, float64, "
-        f"{jax.device_count()} {jax.default_backend()} device(s), one BLAS thread; "
-        f"KKT tol {TOL}; load average (1 min) {os.getloadavg()[0]:.1f} at the start, "
-        f"{{load_end}} at the end.",
+        f"{jax.device_count()} {jax.default_backend()} device(s); KKT tol {TOL}.",
         "",
-        f"| method | solved | median wall (s) | median CPU (s) | wall / {ref_name} | "
-        f"CPU / {ref_name} | compile (s) | median iterations | subproblem steps: median, "
-        "mean, max | largest KKT residual, recomputed (solved) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| method | solved | median wall (s) | time / sqp+flexqp | compile (s) | median iterations |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
-    for name, (ok, t, c, comp, it, sub, worst) in rows.items():
-        steps = "-" if np.isnan(sub[0]) else f"{np.median(sub):.0f}, {np.mean(sub):.2f}, {max(sub)}"
-        lines.append(
-            f"| {name} | {ok}/{n} | {t:.3f} | {c:.3f} | {t / ref[1]:.2f} | {c / ref[2]:.2f} | "
-            f"{comp:.1f} | {it:.0f} | {steps} | {worst:.1e} |"
-        )
-    lines[2] = lines[2].replace("{load_end}", f"{os.getloadavg()[0]:.1f}")
+    for name, (ok, t, c, it) in rows.items():
+        lines.append(f"| {name} | {ok}/{n} | {t:.3f} | {t / ref:.2f} | {c:.1f} | {it:.0f} |")
     write_results("nlp", "\n".join(lines) + "\n", quick=a.quick, out=a.out)
 
 

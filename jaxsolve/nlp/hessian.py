@@ -45,32 +45,12 @@ def convexified_hessian(H: jax.Array, JA: jax.Array) -> jax.Array:
     space of $J_A$ (Newton's local rate is kept). Then its eigenvalues are replaced by
     $\max(|\lambda|, \delta)$, $\delta = 10^{-8} \max(1, \max|\lambda|)$.
     Rows of ``JA`` that are zero do not count (inactive rows may be masked to zero).
-
-    The eigendecomposition is skipped when it would change nothing: $\max|\lambda| \le
-    \|H + \rho J_A^\top J_A\|_\infty$, so a Cholesky factor of the matrix shifted by
-    $10^{-8} \max(1, \|\cdot\|_\infty) \ge \delta$ proves every eigenvalue above
-    $\delta$, and the matrix is returned as it is (a ``lax.cond``; under ``vmap`` both
-    branches run). On the unicycle benchmark's iterates the convexified matrix was
-    definite at 19 of 41 (the later ones), where this took 0.34 ms instead of about 1.5.
     """
     H = (H + H.T) / 2
     G = JA.T @ JA
     scale = jnp.maximum(1.0, jnp.max(jnp.abs(H)))
     gnorm = jnp.max(jnp.abs(G))
     rho = jnp.where(gnorm > 0, 10 * scale / jnp.where(gnorm > 0, gnorm, 1), 0)
-    Hc = H + rho * G
-    n = Hc.shape[-1]
-    # max|lambda| <= ||Hc||_inf, so a Cholesky factor of Hc - delta_up I (delta_up =
-    # 1e-8 max(1, ||Hc||_inf) >= delta) proves every eigenvalue above delta: the
-    # eigenvalue map below is then the identity and Hc is returned as it is, without
-    # the eigendecomposition (several times a Cholesky factorization's cost)
-    delta_up = 1e-8 * jnp.maximum(1.0, jnp.max(jnp.sum(jnp.abs(Hc), axis=-1)))
-    chol = jnp.linalg.cholesky(Hc - delta_up * jnp.eye(n, dtype=Hc.dtype))
-    definite = jnp.all(jnp.isfinite(chol))
-
-    def clipped(Hc):
-        w, V = jnp.linalg.eigh(Hc)
-        delta = 1e-8 * jnp.maximum(1.0, jnp.max(jnp.abs(w)))
-        return (V * jnp.maximum(jnp.abs(w), delta)) @ V.T
-
-    return jax.lax.cond(definite, lambda Hc: Hc, clipped, Hc)
+    w, V = jnp.linalg.eigh(H + rho * G)
+    delta = 1e-8 * jnp.maximum(1.0, jnp.max(jnp.abs(w)))
+    return (V * jnp.maximum(jnp.abs(w), delta)) @ V.T

@@ -57,30 +57,8 @@ elastic mode of SNOPT without a mode switch.
   stationary point of the violation, returned as the least-violation point), else
   ``MAX_STEPS``. A line search without an acceptable step ends ``BREAKDOWN``.
 
-Inexact subproblems (``qp_forcing`` = $\kappa$, default 0.1): the $k$-th subproblem is
-solved to the relative tolerance
-
-$$
-\tau_k = \operatorname{clip}\big(\min(\kappa, e_k)\, e_k,\ \tau_{\min},\ \tau_{\max}\big),
-$$
-
-$e_k$ the KKT residual at $x_k$, $\tau_{\min}$ = ``qp_tol`` (default by dtype),
-$\tau_{\max}$ = ``qp_tol_max`` (1e-3). Far from a solution a step needs only a
-direction of descent, not a QP solved to 1e-8; the forcing term $\eta_k =
-\min(\kappa, e_k)$ goes to zero with the residual, which is the condition under which
-inexact Newton and inexact SQP keep the exact method's local superlinear rate (Dembo,
-Eisenstat and Steihaug 1982; Byrd, Curtis and Nocedal 2008), and below $e_k \approx
-\sqrt{\tau_{\min}}$ the subproblems are exact to $\tau_{\min}$ anyway. Only the
-step's quality depends on $\tau_k$: ``error`` and ``SUCCESS`` are the KKT residual of the
-problem as given at the returned $(x, y)$, whatever the subproblems' accuracy.
-What it buys is measured in ``bench/results/nlp.md`` (subproblem steps per row).
-``qp_forcing=None`` keeps the fixed tolerance ``qp_tol``.
-
 Warm starts: each subproblem starts from the previous one's multipliers, ADMM
-penalty and elastic weight (`jaxsolve.qp.WarmStart`), and from $d = 0$ (the step
-shrinks to zero as the iterates converge, and consecutive steps are not close far from
-the solution). Keeping the penalty means the factorization is redone only when the
-OSQP rule moves it, never because a new subproblem started. Everything runs in one
+penalty and elastic weight (`jaxsolve.qp.WarmStart`). Everything runs in one
 compiled program, so ``jax.vmap`` over problem data solves a batch.
 
 One module: the subproblem's assembly, the merit line search and the KKT residual are
@@ -100,12 +78,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsolve.core import Solution, Status, solve
-from jaxsolve.core.driver import default_tol
 from jaxsolve.core.protocol import AbstractSolver, hyper
 from jaxsolve.core.validation import check_floating, check_not_half, is_concrete
 from jaxsolve.nlp.hessian import convexified_hessian, damped_bfgs_update
 from jaxsolve.qp import QP, WarmStart, single_qp_solver
-from jaxsolve.qp.flexqp import FlexQP
 
 __all__ = ["SQP", "SQPState", "SQPInfo", "sqp", "minimize_sqp"]
 
@@ -237,9 +213,8 @@ class SQP(AbstractSolver):
     """Line-search SQP with FlexQP subproblems (see the module docstring); built by `sqp`.
 
     Static: ``fun``, ``eq``, ``ineq``, ``hessian`` (a name or a callable),
-    ``max_linesearch``, ``qp_max_steps``, whether ``qp_forcing`` is ``None``. Traced:
-    ``lb``, ``ub`` (arrays or floats), ``armijo``, ``backtrack``, ``penalty`` (the
-    initial $\\nu$), ``qp_tol``, ``qp_forcing``, ``qp_tol_max`` and the
+    ``max_linesearch``, ``qp_max_steps``. Traced: ``lb``, ``ub`` (arrays or floats),
+    ``armijo``, ``backtrack``, ``penalty`` (the initial $\\nu$), ``qp_tol`` and the
     subproblem solver's own hyperparameters (``qp_solver``, a FlexQP solver).
     """
 
@@ -254,8 +229,6 @@ class SQP(AbstractSolver):
     backtrack: Any = 0.5
     penalty: Any = 1.0
     qp_tol: Any = None
-    qp_forcing: Any = None
-    qp_tol_max: Any = 1e-3
     qp_max_steps: int = eqx.field(static=True, default=200)
     max_linesearch: int = eqx.field(static=True, default=30)
     memory: int = eqx.field(static=True, default=4)
@@ -435,52 +408,6 @@ class SQP(AbstractSolver):
         qp = QP(P=state.hess, q=state.grad, A=A, l=jnp.concatenate(lo), u=jnp.concatenate(up))
         return qp
 
-    def _subproblem_tol(self, error, dtype):
-        r"""The subproblem's tolerance at KKT residual ``error`` and its solver set to it.
-
-        Fixed (``qp_forcing=None``): ``qp_tol`` (default by dtype). Inexact SQP
-        (``qp_forcing`` = $\kappa$): $\min(\kappa, e_k)\, e_k$ clipped to
-        ``[qp_tol, max(qp_tol_max, qp_tol)]`` (module docstring). A FlexQP solver's
-        ``polish_accept`` follows it (a polished point meeting it ends the subproblem);
-        another solver with an ``at_tol(tol)`` method is set up by that method.
-        """
-        floor = hyper(default_tol(dtype) if self.qp_tol is None else self.qp_tol, dtype)
-        if self.qp_forcing is None:
-            return (None if self.qp_tol is None else floor), self.qp_solver
-        kappa = hyper(self.qp_forcing, dtype)
-        cap = jnp.maximum(hyper(self.qp_tol_max, dtype), floor)
-        tol = jnp.clip(jnp.minimum(kappa, error) * error, floor, cap)
-        tol = jnp.where(jnp.isnan(tol), floor, tol)  # a NaN residual: the exact subproblem
-        qs = self.qp_solver
-        if isinstance(qs, FlexQP):
-            qs = eqx.tree_at(lambda q: q.polish_accept, qs, tol)
-        elif hasattr(qs, "at_tol"):
-            qs = qs.at_tol(tol)
-        return tol, qs
-
-    def _polish_if_needed(self, qp_solver, sub, qp, tol, dtype):
-        """The subproblem's final state, polished when its run ended on ADMM's tolerance.
-
-        SQP's default FlexQP polishes in its loop (steps 1, 2, 4, ...) and not in
-        ``finalize``: a warm-started subproblem nearly always ends at its first in-loop
-        polish, with a rounding-level error, and polishing that point again in
-        ``finalize`` cost 1-2 ms of a 3-6 ms subproblem (unicycle, n = 150, m = 300).
-        A run that ended on the ADMM iterate meeting ``tol`` instead (error above
-        ``1e-3 tol``) gets the polish of ``finalize`` here (`FlexQP.final_polish`), so
-        its step and multipliers are as exact as before: without it an SQP asked for a
-        KKT residual below the subproblems' tolerance stalls at that tolerance.
-        """
-        if not (isinstance(qp_solver, FlexQP) and not qp_solver.polish):
-            return sub.state
-        tol = hyper(default_tol(dtype), dtype) if tol is None else tol
-        need = (sub.status == Status.SUCCESS) & (sub.error > 1e-3 * tol)
-
-        def polish(st):
-            st = qp_solver.final_polish(st, qp, jnp.bool_(True))
-            return qp_solver.finalize(st, qp, jnp.bool_(True))
-
-        return jax.lax.cond(need, polish, lambda st: st, sub.state)
-
     def step(self, state: SQPState, args) -> tuple[SQPState, SQPInfo]:
         x, dtype, n = state.x, state.x.dtype, state.x.shape[0]
         e0 = _Eval(state.f, state.grad, state.ce, state.ci, state.je, state.ji)
@@ -488,12 +415,11 @@ class SQP(AbstractSolver):
         if m:
             qp = self._subproblem(state)
             warm = state.warm._replace(x=jnp.zeros((n,), dtype), z=jnp.clip(0, qp.l, qp.u))
-            qp_tol, qp_solver = self._subproblem_tol(state.error, dtype)
-            sub = solve(qp_solver, warm, qp, tol=qp_tol, max_steps=self.qp_max_steps)
-            qst = self._polish_if_needed(qp_solver, sub, qp, qp_tol, dtype)
-            d, y_qp = qst.x, qst.y
+            qp_tol = None if self.qp_tol is None else hyper(self.qp_tol, dtype)
+            sub = solve(self.qp_solver, warm, qp, tol=qp_tol, max_steps=self.qp_max_steps)
+            d, y_qp = sub.x, sub.state.y
             qp_status, qp_steps = sub.status, sub.num_steps
-            new_warm = WarmStart(qst.x, qst.y, qst.z, qst.rho, qst.mu)
+            new_warm = WarmStart(sub.state.x, sub.state.y, sub.state.z, sub.state.rho, sub.state.mu)
             lin = qp.A @ d
             v_lin = jnp.sum(_pos(qp.l - lin) + _pos(lin - qp.u))
         else:  # unconstrained: the Newton-like step of the model
@@ -594,12 +520,6 @@ class SQP(AbstractSolver):
         return new, info
 
 
-def _default_qp_solver(qp_tol):
-    """FlexQP for SQP's subproblems: `single_qp_solver` with one polish pass in the loop
-    and no polish in ``finalize`` (why: `sqp`'s ``qp_solver``)."""
-    return single_qp_solver(1e-8 if qp_tol is None else qp_tol, polish=False, polish_passes=1)
-
-
 def sqp(
     fun: Callable,
     eq: Callable | None = None,
@@ -610,8 +530,6 @@ def sqp(
     hessian: str | Callable = "bfgs",
     qp_solver: Any = None,
     qp_tol: float | None = None,
-    qp_forcing: float | None = 0.1,
-    qp_tol_max: float = 1e-3,
     qp_max_steps: int = 200,
     armijo: float = 1e-4,
     backtrack: float = 0.5,
@@ -633,20 +551,10 @@ def sqp(
             positive definite) or ``hessian(x, y, args) -> B`` (positive definite).
         qp_solver: the subproblem solver (default `jaxsolve.qp.single_qp_solver`:
             FlexQP set up as `jaxsolve.qp.solve_qp` sets it up for one QP, in-loop
-            polish at steps 1, 2, 4, ... and every 5th, a polished point meeting the
-            subproblem's tolerance accepted, rho adapted at every check; here with one
-            polish pass instead of 3 and the ``finalize`` polish only for a run that
-            ended on the ADMM iterate (`SQP._polish_if_needed`): a warm-started
-            subproblem nearly always ends at its first in-loop polish, and the two
-            changes took the unicycle benchmark's median from 0.10 to 0.065 CPU s at
-            the same iterations and solved count); any FlexQP-state solver fits (a
-            Deep FlexQP solver too). Another solver may define ``at_tol(tol)``, which
-            `sqp` calls with each subproblem's tolerance.
-        qp_tol: the subproblems' tolerance (default by dtype); with ``qp_forcing``,
-            the floor of the adaptive tolerance.
-        qp_forcing: $\kappa$ of the inexact-SQP tolerance rule (module docstring),
-            positive; ``None``: every subproblem to ``qp_tol``.
-        qp_tol_max: the loosest subproblem tolerance of that rule.
+            polish every 5th step, a polished point meeting ``qp_tol`` accepted, rho
+            adapted at every check); any FlexQP-state solver fits (a Deep FlexQP
+            solver too).
+        qp_tol: the subproblems' tolerance (default by dtype).
         qp_max_steps: the subproblems' step budget.
         armijo: the sufficient-decrease constant $\eta$.
         backtrack: the backtracking factor.
@@ -654,7 +562,7 @@ def sqp(
         max_linesearch: backtracking trials before ``BREAKDOWN``.
 
     Concrete hyperparameters are checked (``armijo``, ``backtrack`` in (0, 1),
-    ``penalty > 0``, ``qp_tol >= 0``, ``qp_forcing``, ``qp_tol_max > 0``), and at trace time ``x0`` (a real float vector,
+    ``penalty > 0``, ``qp_tol >= 0``), and at trace time ``x0`` (a real float vector,
     not 16-bit), the outputs of ``fun``/``eq``/``ineq`` (real; ``fun`` a scalar) and a
     callable ``hessian``'s shape ``(n, n)``; errors name the argument.
 
@@ -675,8 +583,6 @@ def sqp(
     _check_scalar("backtrack", backtrack, 0, 1)
     _check_scalar("armijo", armijo, 0, 1)
     _check_scalar("penalty", penalty, 0)
-    _check_scalar("qp_forcing", qp_forcing, 0, allow_none=True)
-    _check_scalar("qp_tol_max", qp_tol_max, 0)
     if qp_tol is not None and is_concrete(qp_tol):
         t = np.asarray(qp_tol)
         if t.shape != () or not np.isfinite(t) or t < 0:
@@ -684,7 +590,9 @@ def sqp(
     _check_bounds(lb, ub)
     return SQP(
         fun=fun,
-        qp_solver=_default_qp_solver(qp_tol) if qp_solver is None else qp_solver,
+        qp_solver=single_qp_solver(1e-8 if qp_tol is None else qp_tol)
+        if qp_solver is None
+        else qp_solver,
         eq=eq,
         ineq=ineq,
         lb=lb,
@@ -694,8 +602,6 @@ def sqp(
         backtrack=backtrack,
         penalty=penalty,
         qp_tol=qp_tol,
-        qp_forcing=qp_forcing,
-        qp_tol_max=qp_tol_max,
         qp_max_steps=qp_max_steps,
         max_linesearch=max_linesearch,
     )
