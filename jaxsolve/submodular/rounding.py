@@ -136,13 +136,19 @@ def _fractional_tests(tol):
     return fractional, snap
 
 
-def _fractional_visit(x, groups, num_groups):
-    """Where both pairwise passes start: ``x`` clipped to [0, 1], the tolerance
-    ``1e3 eps`` under which a coordinate counts as integral, and the order and count of
-    the fractional items, group by group (only they move; the rest are never visited)."""
+def _fractional_items(x):
+    """``x`` clipped to [0, 1], the tolerance ``1e3 eps`` under which a coordinate counts
+    as integral, and the mask of the fractional items: the one test of what rounding
+    still has to move (the passes and `round_solution`'s candidate count use it)."""
     tol = 1e3 * jnp.finfo(x.dtype).eps
     x = jnp.clip(x, 0, 1)
-    frac0 = _fractional_tests(tol)[0](x)
+    return x, tol, _fractional_tests(tol)[0](x)
+
+
+def _fractional_visit(x, groups, num_groups):
+    """Where both pairwise passes start: `_fractional_items`, and the order and count of
+    the fractional items, group by group (only they move; the rest are never visited)."""
+    x, tol, frac0 = _fractional_items(x)
     order = jnp.argsort(jnp.where(frac0, groups, num_groups), stable=True).astype(jnp.int32)
     return x, tol, order, jnp.sum(frac0.astype(jnp.int32))
 
@@ -436,9 +442,7 @@ def round_solution(f, constraint, x: Float[Array, " n"], key, num_rounds: int | 
         sets = _pairwise_pass(x, constraint, keys=jax.random.split(key, R))
         sets = jax.vmap(lambda S: fill(f, constraint, S, x))(sets)
         if num_rounds is None:  # 1 candidate when many items are fractional (module)
-            tol = 1e3 * jnp.finfo(x.dtype).eps  # the passes' test (`_fractional_visit`)
-            xc = jnp.clip(x, 0, 1)
-            many = jnp.sum((xc > tol) & (xc < 1 - tol)) > MANY_FRACTIONAL
+            many = jnp.sum(_fractional_items(x)[2]) > MANY_FRACTIONAL
             used = jnp.where(many, 1, R)
         else:
             used = R
