@@ -57,24 +57,15 @@ recomputed: under ``vmap`` a ``cond`` that skipped it would run both branches).
 horizon (its parameters are constant anyway) and `ScalarPolicy` holds its schedule's
 last value on its own.
 
-Measured (bench/results/deep_flexqp_horizon.md: trained at n = 20 with K = 50, 1000
-test problems in six classes, random at 200): holding is principled but does not make
-the error end at or below its horizon value, because the policies' extrapolation was
-not the cause. Run on, they move each row's $\rho$ and $\mu$ by at most 2.3% between
-iterations 50 and 400 on the problems that end above their horizon error by more than
-rounding; those are a stalled lasso problem (4.5e-5 from iteration 25 on), a slow
-control one (2.5e-3 at 100, 2.6e-3 at 400) and equality's floats between 1e-10 and
-2e-9, and held they stay (lasso flat at 4.46e-5, control 2.24e-3 at 300 and 2.65e-3 at
-400): slow fixed-parameter ADMM. Over the seven classes, 32 | 25 problems end above
-1e-10 (at 4x the horizon 50 | at 400 against 100) held, against 26 | 33 run on; held,
-a slow svm problem goes from 1.44e-2 at 50 to 1.45e-2 at 200 (run on: 1.41e-2; both
-2.6e-3 at 400). The fixed budget of 100 iterations
-moves at rounding, and random needs 168.5 iterations to 1e-3 instead of 164.
+Measured (the tables and their history: bench/results/deep_flexqp_horizon.md): holding
+does not make the error end at or below its horizon value on every problem, because the
+policies' extrapolation was not the cause (run on, they move each row's $\rho$, $\mu$ by
+at most 2.3% past the horizon); the problems that end above it by more than rounding are
+slow fixed-parameter ADMM runs.
 ``past_horizon="adapt"`` rescales the held penalties by OSQP's rule every
-`ADAPT_EVERY` iterations (a 5x move at least): at 400 against 100 only 2 problems end
-above 1e-10, but right after the handover it throws some up (control 6 to 1.8e-2, svm 3
-to 3.2e-1 at 200 against 50). No convergence theory covers it, so ``"hold"`` is the
-default.
+`ADAPT_EVERY` iterations (a 5x move at least). It clears more problems at 4x the
+horizon but throws some up right after the handover, and no convergence theory covers
+it, so ``"hold"`` is the default.
 
 ``error`` is FlexQP's relative KKT residual of the relaxed problem, so a learned
 solver's SUCCESS means what FlexQP's means (feasibility to ``tol`` while $\mu$ is
