@@ -57,11 +57,23 @@ recomputed: under ``vmap`` a ``cond`` that skipped it would run both branches).
 horizon (its parameters are constant anyway) and `ScalarPolicy` holds its schedule's
 last value on its own.
 
+The returned point past the horizon. Because that error is not monotone, the solver
+reports, from the horizon on, the best iterate since it: the state's ``x``, ``z``, ``y``
+and ``error`` are those of the iterate with the smallest ``error`` among iterations
+``horizon, horizon + 1, ..., k`` (a NaN error never wins), while the ADMM iteration runs
+on from its own last iterate (``DeepFlexQPState.run``). So the returned error after any
+budget past the horizon is at most its value at the horizon and never grows with the
+budget (the guarantee a user running longer than the training horizon needs), and
+within the horizon nothing changes: the returned point is the unrolled network's
+output, iterate for iterate. Tracking starts at the horizon, not at iteration 0, so
+that inside the trained horizon the solver is exactly the network that was trained;
+``keep_best=False`` reports the last iterate instead (the solver before this rule).
+
 Measured (the tables and their history: bench/results/deep_flexqp_horizon.md): holding
-does not make the error end at or below its horizon value on every problem, because the
-policies' extrapolation was not the cause (run on, they move each row's $\rho$, $\mu$ by
-at most 2.3% past the horizon); the problems that end above it by more than rounding are
-slow fixed-parameter ADMM runs.
+alone does not make the last iterate's error end at or below its horizon value on every
+problem, because the policies' extrapolation was not the cause (run on, they move each
+row's $\rho$, $\mu$ by at most 2.3% past the horizon); the problems whose last iterate
+ends above it by more than rounding are slow fixed-parameter ADMM runs.
 ``past_horizon="adapt"`` rescales the held penalties by OSQP's rule every
 `ADAPT_EVERY` iterations (a 5x move at least). It clears more problems at 4x the
 horizon but throws some up right after the handover, and no convergence theory covers
@@ -118,11 +130,17 @@ class DeepFlexQPState(NamedTuple):
     iteration runs on (the same units when ``policies.scaling_iters = 0``), with
     ``scale = (D, E, c)`` the factors.
 
+    ``x``, ``z``, ``y``, ``error`` are the returned point: the last iterate within the
+    policies' horizon, the best one since the horizon past it (module docstring, "The
+    returned point past the horizon"); ``run`` is the iteration's own last iterate.
+
     Attributes:
         x, iter_num, error, status: the protocol fields (``error``: FlexQP's relative
             KKT residual of the relaxation at ``(x, z, y)``, in the problem's units).
         z: the relaxed copy of ``A x``.
         y: multipliers (OSQP convention; ``|y_i| <= mu_i``).
+        run: ``(x, z, y, error)`` of the last iterate, which the next step continues
+            from (equal to the returned point except past the horizon).
         rho, mu: the per-row penalties and elastic weights last used.
         alpha: the relaxation last used.
         z_prev: ``z`` before the last iteration (dual-residual feature).
@@ -142,6 +160,7 @@ class DeepFlexQPState(NamedTuple):
     z_prev: jax.Array
     hidden: Any
     scale: Any
+    run: Any
 
 
 class DeepFlexQPInfo(NamedTuple):
@@ -399,6 +418,7 @@ class DeepFlexQP(AbstractSolver):
     policies: Policies
     sigma: Any = 1e-6
     past_horizon: str = eqx.field(static=True, default="hold")
+    keep_best: bool = eqx.field(static=True, default=True)
 
     def _params(self, features, eq, free, hidden, dtype):
         """The per-row ``rho``, ``mu``, the ``alpha`` and the policies' new states."""
@@ -464,13 +484,16 @@ class DeepFlexQP(AbstractSolver):
             z_prev=z,
             hidden=hidden,
             scale=(d.D, d.E, d.c),
+            run=(x, z, y, res.kkt),
         )
 
     def step(self, state: DeepFlexQPState, qp: QP) -> tuple[DeepFlexQPState, DeepFlexQPInfo]:
         dtype = qp.q.dtype
         d = self._data(qp, state.scale)
-        # the iteration runs on the scaled problem: x / D, E z, c y / E
-        x, z, y = state.x / d.D, state.z * d.E, state.y * d.c / d.E
+        # the iteration runs on the scaled problem: x / D, E z, c y / E, from its own
+        # last iterate (not the returned best one past the horizon)
+        x_run, z_run, y_run, _ = state.run
+        x, z, y = x_run / d.D, z_run * d.E, y_run * d.c / d.E
         Ax = d.A @ x
         features = row_features(z, y, Ax, state.z_prev * d.E, state.rho, state.mu)
         rho, mu, alpha, hidden = self._params(features, d.eq, d.free, state.hidden, dtype)
@@ -502,26 +525,45 @@ class DeepFlexQP(AbstractSolver):
         zn, yn = relaxed_update(zh, y, rho, mu, lo, up)
         res = kkt_residuals(d, *jax.lax.stop_gradient((xn, zn, yn)), jnp.asarray(False))
         x_user, z_user, y_user = unscale(d, xn, zn, yn)
+        run = (x_user, z_user, y_user, res.kkt)
+        shown = run
+        if self.policies.horizon is not None and self.keep_best:
+            # past the horizon the returned point is the best iterate since it (module
+            # docstring): the old one stays unless the new error is smaller; a NaN
+            # error never wins, and a NaN returned error loses to any number
+            best = jnp.where(jnp.isnan(state.error), jnp.inf, state.error)
+            stay = (state.iter_num + 1 > self.policies.horizon) & ~(res.kkt < best)
+            shown = jax.tree.map(
+                lambda old, new: jnp.where(stay, old, new),
+                (state.x, state.z, state.y, state.error),
+                run,
+            )
         new = DeepFlexQPState(
-            x=x_user,
+            x=shown[0],
             iter_num=state.iter_num + 1,
-            error=res.kkt,
+            error=shown[3],
             status=state.status,
-            z=z_user,
-            y=y_user,
+            z=shown[1],
+            y=shown[2],
             rho=rho,
             mu=mu,
             alpha=alpha,
-            z_prev=state.z,
+            z_prev=z_run,
             hidden=hidden,
             scale=state.scale,
+            run=run,
         )
         info = DeepFlexQPInfo(x_user, y_user, jnp.mean(rho), jnp.mean(mu), alpha)
         return new, info
 
 
 def deep_flexqp(
-    policies: Policies | None = None, *, key=None, sigma: float = 1e-6, past_horizon: str = "hold"
+    policies: Policies | None = None,
+    *,
+    key=None,
+    sigma: float = 1e-6,
+    past_horizon: str = "hold",
+    keep_best: bool = True,
 ) -> DeepFlexQP:
     """A Deep FlexQP solver: ``policies`` (default: freshly initialized learned
     policies from ``key``, or hand-tuned constants when ``key`` is None too).
@@ -531,6 +573,8 @@ def deep_flexqp(
     iteration. ``past_horizon``: from iteration ``policies.horizon`` on, ``"hold"`` the
     last parameters, or ``"adapt"`` hold them but rescale the penalties by OSQP's rule
     (module docstring, "Past the horizon"); no effect when ``policies.horizon`` is None.
+    ``keep_best``: past the horizon, return the best iterate since it (default) rather
+    than the last one (module docstring, "The returned point past the horizon").
     """
     if past_horizon not in ("hold", "adapt"):
         raise ValueError(f"past_horizon must be 'hold' or 'adapt', got {past_horizon!r}")
@@ -541,4 +585,8 @@ def deep_flexqp(
             f"policies must be a jaxsolve.qp.deep.Policies, got {type(policies).__name__}"
         )
     check_positive("sigma", sigma)  # ADMM's proximal weight on x: 0 or less is no ADMM
-    return DeepFlexQP(policies=policies, sigma=sigma, past_horizon=past_horizon)
+    if not isinstance(keep_best, bool):
+        raise TypeError(f"keep_best must be a bool, got {keep_best!r}")
+    return DeepFlexQP(
+        policies=policies, sigma=sigma, past_horizon=past_horizon, keep_best=keep_best
+    )

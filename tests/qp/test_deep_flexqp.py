@@ -64,11 +64,11 @@ def test_unrolled_training_lowers_the_loss_and_gradients_are_finite():
             # in the Ruiz-scaled units the iteration runs in: x / D, E z, c y / E
             D, E, c = (np.asarray(f) for f in state.scale)
             rho = np.asarray(state.rho)
+            x_run, z_run, y_run, _ = (np.asarray(v) for v in state.run)  # not the best one
             v = np.concatenate(
                 [
-                    np.sqrt(solver.sigma) * np.asarray(state.x) / D,
-                    np.sqrt(rho)
-                    * (np.asarray(state.z) * E + np.asarray(state.y) * c[:, None] / E / rho),
+                    np.sqrt(solver.sigma) * x_run / D,
+                    np.sqrt(rho) * (z_run * E + y_run * c[:, None] / E / rho),
                 ],
                 axis=1,
             )
@@ -213,7 +213,8 @@ def test_parameters_are_held_past_the_horizon():
             state, _ = step(s, state, qp)
             if k == H - 1:
                 at_h = state
-            v = np.asarray(state.z) + np.asarray(state.y) / np.asarray(state.rho)
+            _, z_run, y_run, _ = state.run  # the iteration's own iterate, not the best
+            v = np.asarray(z_run) + np.asarray(y_run) / np.asarray(state.rho)
             if v_prev is not None:
                 fpr.append(np.linalg.norm(np.sqrt(np.asarray(state.rho)) * (v - v_prev)))
             v_prev = v
@@ -235,9 +236,74 @@ def test_a_horizon_leaves_a_constant_policy_unchanged():
         b = jaxsolve.solve(
             deep_flexqp(Policies.fixed().with_horizon(3)), jnp.zeros(12), qp, max_steps=20, tol=0.0
         )
-        np.testing.assert_array_equal(np.asarray(b.x), np.asarray(a.x))
-        np.testing.assert_array_equal(np.asarray(b.state.y), np.asarray(a.state.y))
+        # the iteration is the same; what it returns past the horizon is its best iterate
+        np.testing.assert_array_equal(np.asarray(b.state.run[0]), np.asarray(a.x))
+        np.testing.assert_array_equal(np.asarray(b.state.run[2]), np.asarray(a.state.y))
+        c = jaxsolve.solve(
+            deep_flexqp(Policies.fixed().with_horizon(3), keep_best=False),
+            jnp.zeros(12),
+            qp,
+            max_steps=20,
+            tol=0.0,
+        )
+        np.testing.assert_array_equal(np.asarray(c.x), np.asarray(a.x))
+        np.testing.assert_array_equal(np.asarray(c.state.y), np.asarray(a.state.y))
     with pytest.raises(ValueError, match="past_horizon must be"):
         deep_flexqp(past_horizon="lstm")
     with pytest.raises(ValueError, match="horizon must be an int >= 1"):
         Policies.fixed().with_horizon(0)
+
+
+def test_past_the_horizon_the_best_iterate_since_it_is_returned():
+    """Past the horizon H the returned (x, z, y, error) is the iterate with the smallest
+    error among iterations H..k: so the returned error after 4H is at most the error at
+    H on every problem, it never grows with the budget, and it is FlexQP's KKT error
+    recomputed at the returned point. The case it exists for: a slowly converging
+    fixed-parameter tail (penalty 1e-3 held on well-scaled random QPs) whose last
+    iterate's error rises above its horizon value on some problems. Within the horizon
+    the returned point is the last iterate. A NaN error never wins."""
+    from jaxsolve.qp.residuals import kkt_residuals
+    from jaxsolve.qp.scaling import prepare_scaled
+
+    H, steps = 5, 60
+    with jax.enable_x64(True):
+        keys = jax.random.split(jax.random.key(2), 24)
+        qps = jax.tree.map(lambda *v: jnp.stack(v), *[problems.random_qp(k, 10, 16) for k in keys])
+        pol = Policies.fixed(rho=1e-3, alpha=1.0).with_horizon(H)
+
+        def run(keep_best, k):
+            s = deep_flexqp(pol, keep_best=keep_best)
+            return jax.vmap(
+                lambda qp: jaxsolve.solve(
+                    s, jnp.zeros(10), qp, max_steps=k, tol=0.0, loop="fixed", history=True
+                )
+            )(qps)
+
+        best, last = run(True, steps), run(False, steps)
+        h_best, h_last = np.asarray(best.history), np.asarray(last.history)
+        np.testing.assert_array_equal(h_best[:, :H], h_last[:, :H])  # within: the last
+        running_min = np.minimum.accumulate(h_last[:, H - 1 :], axis=1)
+        np.testing.assert_array_equal(h_best[:, H - 1 :], running_min)
+        assert np.all(np.diff(h_best[:, H - 1 :], axis=1) <= 0)
+        rising = h_last[:, -1] > h_last[:, H - 1]
+        assert rising.sum() >= 1, "no problem whose last iterate ends above its horizon value"
+        assert np.all(h_best[:, -1] <= h_best[:, H - 1])
+        assert np.all(h_best[rising, -1] < h_last[rising, -1])
+
+        def kkt(qp, st):
+            d = prepare_scaled(qp, flexqp().hyper(qp.q.dtype), 0)
+            return kkt_residuals(d, st.x, st.z, st.y, jnp.asarray(False)).kkt
+
+        recomputed = np.asarray(jax.vmap(kkt)(qps, best.state))
+        np.testing.assert_allclose(recomputed, np.asarray(best.error), rtol=1e-10)
+        # one step more with a NaN error in the running iterate: the best one stays
+        s = deep_flexqp(pol)
+        qp = jax.tree.map(lambda v: v[0], qps)
+        st = jax.tree.map(lambda v: v[0], best.state)
+        x_run, z_run, y_run, _ = st.run
+        st = st._replace(run=(x_run * jnp.nan, z_run, y_run, jnp.nan))
+        nxt, _ = s.step(st, qp)
+        assert float(nxt.error) == float(st.error)
+        np.testing.assert_array_equal(np.asarray(nxt.x), np.asarray(st.x))
+    with pytest.raises(TypeError, match="keep_best must be a bool"):
+        deep_flexqp(keep_best=1)
