@@ -355,14 +355,15 @@ f = lambda: sm.lazy_greedy(fn, sm.cardinality(10)).value
     ),
     "nlp.minimize_sqp (HS71)": (
         "nlp",
-        "jax",
+        "host",  # as a user calls it: SQP's compiler_options apply (see qp.solve_qp)
         """
 import jax.numpy as jnp
 from jaxsolve.nlp import minimize_sqp
-f = lambda: minimize_sqp(
-    lambda x, a: x[0] * x[3] * (x[0] + x[1] + x[2]) + x[2], jnp.array([1.0, 5.0, 5.0, 1.0]),
-    eq=lambda x, a: jnp.array([jnp.sum(x**2) - 40]), ineq=lambda x, a: jnp.array([25 - jnp.prod(x)]),
-    lb=1.0, ub=5.0, tol=1e-6).x
+# the functions made once (new lambdas at every call would be new static fields: a recompile)
+fun = lambda x, a: x[0] * x[3] * (x[0] + x[1] + x[2]) + x[2]
+eq = lambda x, a: jnp.array([jnp.sum(x**2) - 40])
+ineq = lambda x, a: jnp.array([25 - jnp.prod(x)])
+f = lambda: minimize_sqp(fun, jnp.array([1.0, 5.0, 5.0, 1.0]), eq=eq, ineq=ineq, lb=1.0, ub=5.0, tol=1e-6).x
 """,
     ),
     "scipy.optimize.minimize SLSQP (HS71)": (

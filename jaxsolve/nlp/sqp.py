@@ -70,7 +70,7 @@ internals. The Hessian models are pure functions in `jaxsolve.nlp.hessian`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import equinox as eqx
 import jax
@@ -78,6 +78,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsolve.core import Solution, Status, solve
+from jaxsolve.core.compile_options import LOOP_EMITTERS_O1
 from jaxsolve.core.protocol import AbstractSolver, hyper
 from jaxsolve.core.validation import check_floating, check_not_half, is_concrete
 from jaxsolve.nlp.hessian import convexified_hessian, damped_bfgs_update
@@ -232,6 +233,12 @@ class SQP(AbstractSolver):
     qp_max_steps: int = eqx.field(static=True, default=200)
     max_linesearch: int = eqx.field(static=True, default=30)
     memory: int = eqx.field(static=True, default=4)
+
+    # XLA options of the driver's program (the protocol's compiler_options hook, FlexQP's
+    # set): the SQP program holds a whole FlexQP solve, so it compiles like FlexQP's.
+    # Same-process A/B (2026-12-05, bench/results/compile.md): HS71 2.9-3.5 -> 1.4-1.6
+    # CPU s, unicycle T = 30 5.5 -> 4.6-4.9; steady 0.97x, same steps, x to 5e-15.
+    compiler_options: ClassVar[dict] = LOOP_EMITTERS_O1
 
     # --- evaluation ------------------------------------------------------------------
 
