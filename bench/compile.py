@@ -335,7 +335,7 @@ f = lambda: jax.value_and_grad(loss, argnums=(0, 1))(*jax.lax.optimization_barri
     ),
     "submodular.maximize (coverage 100x60, k=10)": (
         "submodular",
-        "jax",
+        "host",  # as a user calls it: its program's XLA options apply (see qp.solve_qp)
         """
 import jax, jaxsolve.submodular as sm
 P = jax.random.uniform(jax.random.key(0), (100, 60), maxval=0.05)

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float
 
 import jaxsolve
+from jaxsolve.core.compile_options import LOOP_EMITTERS_O1, options_jit
 from jaxsolve.core.validation import check_floating, check_key, check_shape, check_tol
 from jaxsolve.submodular.aapga import AAPGA, aapga
 from jaxsolve.submodular.constraints import Cardinality, Knapsack, PartitionMatroid
@@ -151,13 +151,19 @@ def maximize(
     return _run(solver, f, constraint, key, x0, tol, max_steps, num_rounds)
 
 
-@eqx.filter_jit
-def _run(solver, f, constraint, key, x0, tol, max_steps, num_rounds):
+def _run_program(solver, f, constraint, key, x0, tol, max_steps, num_rounds):
     """The relaxation and the rounding as one compiled program (the inputs are checked
     by `maximize`): at n = 5000, k = 500 the two calls from Python cost ~3-6 ms of CPU
     more per call than this one (the driver's host-side work and two dispatches)."""
     sol = jaxsolve.solve(solver, x0, (f, constraint), tol=tol, max_steps=max_steps)
     return _finish(f, constraint, key, sol, num_rounds)
+
+
+# compiled with XLA:CPU's loop emitters and LLVM -O1 at top level (FlexQP's set,
+# `jaxsolve.core.compile_options`): the coverage 100 x 60, k = 10 program compiles in
+# 1.0 instead of 1.9 CPU s at the same steady time (same-process A/B, 2026-12-05,
+# bench/results/compile.md); inside a user's jit or vmap it is inlined there
+_run = options_jit(_run_program, LOOP_EMITTERS_O1, static_argnames=("max_steps", "num_rounds"))
 
 
 def _finish(f, constraint, key, sol, num_rounds):
