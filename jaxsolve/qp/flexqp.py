@@ -43,7 +43,7 @@ from jaxsolve.qp.admm import (
 )
 from jaxsolve.qp.certify import RADIUS_FACTOR, UNBOUNDED_CHECKS, exclusion_radius, unbounded_step
 from jaxsolve.qp.linalg import factor
-from jaxsolve.qp.polish import polish, polish_in_loop
+from jaxsolve.qp.polish import at_rounding_level, polish, polish_in_loop
 from jaxsolve.qp.problem import QP, with_constraint_rows
 from jaxsolve.qp.residuals import kkt_residuals
 from jaxsolve.qp.scaling import Scaled, amax, prepare_scaled, row_violation, unscale
@@ -102,6 +102,8 @@ class FlexQPState(NamedTuple):
         mu_level: the elastic weight in the scaled cost's units (``mu = mu_level / c``).
         unbounded_streak: int32, consecutive steps whose ADMM block moved along a direction
             that passes the unboundedness test (`jaxsolve.qp.certify.unbounded_step`).
+        polished: bool, the iterates are the point an in-loop polish kept (the last step's,
+            or `FlexQP.polish_step`'s): ``finalize`` does not polish them again.
         L: ``(n, n)`` factor of ``P + sigma I + A'RA`` at ``rho``
             (`jaxsolve.qp.linalg.factor`).
         data: the `jaxsolve.qp.scaling.Scaled` problem the iteration runs on.
@@ -123,6 +125,7 @@ class FlexQPState(NamedTuple):
     ys: jax.Array
     mu_level: jax.Array
     unbounded_streak: jax.Array
+    polished: jax.Array
     L: jax.Array
     data: Scaled
 
@@ -199,6 +202,7 @@ def _init(solver: FlexQP, x0, qp: QP) -> FlexQPState:
         ys=ys,
         mu_level=level,
         unbounded_streak=jnp.int32(0),
+        polished=jnp.zeros((), bool),
         L=L,
         data=d,
     )
@@ -299,9 +303,11 @@ def _step(
                 attempt,
             )
 
-        xs, zs, ys, res = jax.lax.cond(
-            uniform(attempt), try_polish, lambda _: (xs, zs, ys, res), None
+        xs, zs, ys, res, polished = jax.lax.cond(
+            uniform(attempt), try_polish, lambda _: (xs, zs, ys, res, jnp.zeros((), bool)), None
         )
+    else:
+        polished = jnp.zeros((), bool)
 
     error = jnp.maximum(res.kkt, jnp.where(new_level < hparams.mu_max, res.violation, 0.0))
     x, z, y = unscale(d, xs, zs, ys)
@@ -322,6 +328,7 @@ def _step(
         ys=ys,
         mu_level=new_level,
         unbounded_streak=streak,
+        polished=polished,
         L=L,
         data=d,
     )
@@ -359,7 +366,7 @@ def _polish_state(solver: FlexQP, state: FlexQPState, qp: QP) -> FlexQPState:
     """
     hparams, pending, res = _residuals_now(solver, state)
     d, xs, zs, ys = state.data, state.xs, state.zs, state.ys
-    xs, zs, ys, res = polish_in_loop(
+    xs, zs, ys, res, kept = polish_in_loop(
         d,
         xs,
         zs,
@@ -371,7 +378,16 @@ def _polish_state(solver: FlexQP, state: FlexQPState, qp: QP) -> FlexQPState:
         solver.polish_passes,
         pending,
     )
-    return _with_iterates(state, xs, zs, ys, res.error, res.kkt, viol=row_violation(d, res.Ax))
+    return _with_iterates(
+        state,
+        xs,
+        zs,
+        ys,
+        res.error,
+        res.kkt,
+        viol=row_violation(d, res.Ax),
+        polished=state.polished | kept,
+    )
 
 
 def _final_polish(solver: FlexQP, state: FlexQPState, qp: QP, converged) -> FlexQPState:
@@ -381,27 +397,40 @@ def _final_polish(solver: FlexQP, state: FlexQPState, qp: QP, converged) -> Flex
     (the residuals at the kept point are recomputed there). Lockstep batches use it
     on the lanes that still need it: a lane that ended at an in-round polish
     (`_polish_state`) is not polished twice.
+
+    A state whose iterates an in-loop polish kept (``state.polished``) at a
+    rounding-level error (`jaxsolve.qp.polish.at_rounding_level`) is returned as it
+    is: polishing it again could only swap it for another rounding-level point, at the
+    cost of a factorization (in a single SQP subproblem that ends at its first polish,
+    a third of the solve). Its unrolled derivative is that of the in-loop polish. A
+    polished point above rounding level is polished again: the fine stage
+    (``polish_fine``) runs only here.
     """
-    hparams, pending_on, res = _residuals_now(solver, state)
-    d, xs, zs, ys = state.data, state.xs, state.zs, state.ys
-    delta = jnp.maximum(hparams.delta, 1e3 * jnp.finfo(xs.dtype).eps)
-    x_pol, z_pol, y_pol, res_pol = polish(
-        d,
-        xs,
-        zs,
-        ys,
-        state.mu_level,
-        delta,
-        solver.polish_refine,
-        solver.polish_passes,
-        pending_on,
-        res,
-        fine=solver.polish_fine,
-        fine_refine=4 * solver.polish_refine,
-    )
-    ok = converged & jnp.isfinite(res_pol.error) & (res_pol.error < res.error)
-    xs, zs, ys = (jnp.where(ok, a, b) for a, b in ((x_pol, xs), (z_pol, zs), (y_pol, ys)))
-    return state._replace(xs=xs, zs=zs, ys=ys)
+
+    def run(state):
+        hparams, pending_on, res = _residuals_now(solver, state)
+        d, xs, zs, ys = state.data, state.xs, state.zs, state.ys
+        delta = jnp.maximum(hparams.delta, 1e3 * jnp.finfo(xs.dtype).eps)
+        x_pol, z_pol, y_pol, res_pol = polish(
+            d,
+            xs,
+            zs,
+            ys,
+            state.mu_level,
+            delta,
+            solver.polish_refine,
+            solver.polish_passes,
+            pending_on,
+            res,
+            fine=solver.polish_fine,
+            fine_refine=4 * solver.polish_refine,
+        )
+        ok = converged & jnp.isfinite(res_pol.error) & (res_pol.error < res.error)
+        xs, zs, ys = (jnp.where(ok, a, b) for a, b in ((x_pol, xs), (z_pol, zs), (y_pol, ys)))
+        return state._replace(xs=xs, zs=zs, ys=ys)
+
+    done = state.polished & at_rounding_level(state.error, state.xs.dtype)
+    return jax.lax.cond(done, lambda s: s, run, state)
 
 
 def _finalize(solver: FlexQP, state: FlexQPState, qp: QP, converged) -> FlexQPState:

@@ -19,6 +19,16 @@ from jaxsolve.qp.scaling import Scaled
 
 __all__ = ["polish", "polish_in_loop"]
 
+# A relative KKT error at most EXACT_EPS machine epsilons is at rounding level: polish
+# passes stop there, and finalize does not polish such a point again (`at_rounding_level`).
+EXACT_EPS = 100
+
+
+def at_rounding_level(error, dtype):
+    """Whether a relative KKT ``error`` is at rounding level (``<= EXACT_EPS eps``): no
+    polish pass can improve such a point beyond rounding."""
+    return error <= EXACT_EPS * jnp.finfo(dtype).eps
+
 
 def _classify(d: Scaled, zs, ys, sat_up, sat_lo):
     """Active set from a point: OSQP's rule ``u - z < y`` (upper) / ``z - l < -y`` (lower)."""
@@ -125,9 +135,14 @@ def polish(
     mu_rows = row_mu(d, level)
     sat_up, sat_lo = zs > d.u, zs < d.l
     act_up, act_lo = _classify(d, zs, ys, sat_up, sat_lo)
+    # After the first pass, a best point at rounding level ends the passes: a further
+    # pass can only swap it for another rounding-level point (the best is kept by
+    # error), and each pass costs a factorization (in one solve the lax.cond skips it;
+    # under vmap it is a select, as before). The first pass always runs: its active-set
+    # solve is what unrolled derivatives of a polished point differentiate.
 
     def run(n_pass, delta_pass, refine_pass, carry):
-        def body(_, carry):
+        def one_pass(carry):
             x, y, act_up, act_lo, sat_up, sat_lo, best = carry
             x, z, y, ya, Ax, act = _polish_once(
                 d, x, y, sat_up, sat_lo, act_up, act_lo, mu_rows, delta_pass, refine_pass
@@ -137,6 +152,10 @@ def polish(
             best = jax.tree.map(lambda a, b: jnp.where(ok, a, b), (x, z, y, r), best)
             sat_up, sat_lo, act_up, act_lo = _reclassify(d, Ax, jnp.where(act, ya, y), mu_rows)
             return x, y, act_up, act_lo, sat_up, sat_lo, best
+
+        def body(i, carry):
+            done = (i > 0) & at_rounding_level(carry[6][3].error, xs.dtype)
+            return jax.lax.cond(done, lambda c: c, one_pass, carry)
 
         return jax.lax.fori_loop(0, n_pass, body, carry)
 
@@ -163,7 +182,8 @@ def polish_in_loop(
 ):
     """The in-loop polish rule: polish, keep the polished point only if it is better.
 
-    Returns the kept ``(xs, zs, ys, residuals)``. Relative errors saturate near 1 on
+    Returns the kept ``(xs, zs, ys, residuals)`` and whether the polished point was
+    kept (bool). Relative errors saturate near 1 on
     poor points, so "lower" alone could swap a far-off ADMM iterate for a garbage one
     and derail the iteration: the polished point is kept only when it is an order of
     magnitude better than ``res.error`` and at most ``1e-3``, or when its error is at
@@ -176,4 +196,5 @@ def polish_in_loop(
     better = (res_pol.error <= 0.1 * res.error) | (res_pol.error <= hparams.polish_accept)
     ok = better & (res_pol.error <= 1e-3) & attempt
     pick = lambda a, b: jnp.where(ok, a, b)  # noqa: E731
-    return pick(x_pol, xs), pick(z_pol, zs), pick(y_pol, ys), jax.tree.map(pick, res_pol, res)
+    kept = (pick(x_pol, xs), pick(z_pol, zs), pick(y_pol, ys), jax.tree.map(pick, res_pol, res))
+    return *kept, ok

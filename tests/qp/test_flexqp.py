@@ -700,10 +700,61 @@ def test_in_loop_polish_keeps_a_point_that_meets_tol():
     fake = res._replace(error=2.0 * rp.error)  # the polished point is only 2x better
     for accept, kept in ((0.0, False), (3.0 * float(rp.error), True)):
         h = hp._replace(polish_accept=jnp.asarray(accept))
-        x, _, _, r = polish_in_loop(d, s.xs, s.zs, s.ys, s.mu_level, fake, h, 5, 1, pending)
-        assert bool(jnp.all(x == xp)) is kept
+        x, _, _, r, flag = polish_in_loop(d, s.xs, s.zs, s.ys, s.mu_level, fake, h, 5, 1, pending)
+        assert bool(jnp.all(x == xp)) is kept and bool(flag) is kept
         assert float(r.error) == (float(rp.error) if kept else float(fake.error))
     # the hyperparameter reaches the step (solve_qp sets it to its tol)
     assert float(F.flexqp(polish_accept=1e-4).polish_accept) == 1e-4
     with pytest.raises(ValueError, match="polish_accept"):
         F.flexqp(polish_accept=-1.0)
+
+
+def test_polish_work_stops_at_rounding_level():
+    """Polishing does no work that cannot change the answer. (1) Once a pass's point is
+    at rounding level (``<= 100 eps``), further passes are skipped: 40 passes from a
+    warm start at the solution cost about what 1 pass costs (they cost 40 factorizations
+    before), and return the same point. (2) A run that ends at an in-loop polish at
+    rounding level is flagged ``polished`` and ``finalize`` returns its point as it is."""
+    import importlib
+    import time
+
+    from jaxsolve.qp.polish import EXACT_EPS, polish
+
+    F = importlib.import_module("jaxsolve.qp.flexqp")
+    n, m = 150, 300
+    qp = problems.random_qp(jax.random.key(7), n, m)
+    ref = solve_qp(qp, tol=1e-10)
+    assert int(ref.status) == Status.SUCCESS
+    warm = WarmStart(ref.x, ref.state.y, ref.state.z, ref.state.rho, ref.state.mu)
+    solver = F.flexqp(polish_every=5, polish_accept=1e-10, rho_every=1)
+    s = solver.init(warm, qp)
+    s, _ = solver.step(s, qp)
+    hp, pending, res = F._residuals_now(solver, s)
+    delta = jnp.maximum(hp.delta, 1e3 * jnp.finfo(s.xs.dtype).eps)
+
+    def run(passes):
+        f = jax.jit(
+            lambda s: polish(s.data, s.xs, s.zs, s.ys, s.mu_level, delta, 5, passes, pending, res)
+        )
+        out = jax.block_until_ready(f(s))
+        best = np.inf
+        for _ in range(5):
+            t0 = time.perf_counter()
+            jax.block_until_ready(f(s))
+            best = min(best, time.perf_counter() - t0)
+        return out, best
+
+    (x1, _, _, r1), t1 = run(1)
+    (x40, _, _, r40), t40 = run(40)
+    assert float(r1.error) <= EXACT_EPS * np.finfo(np.float64).eps
+    np.testing.assert_array_equal(np.asarray(x40), np.asarray(x1))
+    assert t40 < 5 * t1, (t40, t1)  # 40 passes of factorizations would be ~40x
+
+    # (2) the in-loop polish at step 1 ended the run; finalize keeps its point
+    assert bool(s.polished) and float(s.error) <= EXACT_EPS * np.finfo(np.float64).eps
+    fin = solver.finalize(s, qp, jnp.asarray(True))
+    np.testing.assert_array_equal(np.asarray(fin.x), np.asarray(s.x))
+    assert int(fin.status) == Status.SUCCESS
+    # what the skipped polish would have returned: the same point to rounding
+    again = F._final_polish(solver, s._replace(polished=jnp.asarray(False)), qp, True)
+    np.testing.assert_allclose(np.asarray(again.xs), np.asarray(s.xs), rtol=0, atol=1e-12)
