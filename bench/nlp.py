@@ -119,9 +119,10 @@ def main(argv=None):
     ap.add_argument(
         "--compact", type=int, default=5, help="--batch: compaction rounds (0: skip that run)"
     )
+    ap.add_argument("--horizon", type=int, default=T, help="--batch: the trajectories' horizon")
     a = ap.parse_args(argv)
     if a.batch:
-        return batch_section(a.batch, a.out, a.compact)
+        return batch_section(a.batch, a.out, a.compact, a.horizon)
     n = 10 if a.quick else a.n
     prob = problems.unicycle(T)
     scen = [problems.unicycle_data(jax.random.key(s)) for s in range(n)]
@@ -199,13 +200,14 @@ def main(argv=None):
     write_results("nlp", "\n".join(lines) + "\n", quick=a.quick, out=a.out)
 
 
-def batch_section(B: int, out=None, compact: int = 5):
+def batch_section(B: int, out=None, compact: int = 5, horizon: int = T):
     """One jit(vmap) call over B scenarios against B single solves (see the module);
     ``compact`` > 0 also times `solve_batch(..., compact=compact)` (twice: its first call
-    compiles every batch width), 0 skips it (the large batches)."""
-    prob = problems.unicycle(T)
+    compiles every batch width), 0 skips it (the large batches). ``horizon``: the
+    trajectories' T (the main table's 30 by default)."""
+    prob = problems.unicycle(horizon)
     keys = jax.random.split(jax.random.key(0), B)
-    scen = jax.vmap(problems.unicycle_data)(keys)
+    scen = jax.vmap(lambda k: problems.unicycle_data(k, horizon))(keys)
     starts = jax.vmap(lambda d: problems.unicycle_rollout(d, d.u_ref.at[:, 1].set(0.3)))(scen)
     solver = sqp(prob.fun, prob.eq, prob.ineq, lb=prob.lb, ub=prob.ub, hessian="exact")
     one = lambda z0, d: solve(solver, z0, d, tol=TOL, max_steps=150)
@@ -241,7 +243,8 @@ def batch_section(B: int, out=None, compact: int = 5):
     single = jax.jit(one)
     jax.block_until_ready(single(starts[0], jax.tree.map(lambda a: a[0], scen)))
     same_status = same_steps = solved = 0
-    dx, loop_s = 0.0, 0.0
+    dx, dx_solved, loop_s = 0.0, 0.0, 0.0
+    differ = []
     for i in range(B):
         d = jax.tree.map(lambda a, i=i: a[i], scen)
         t0 = time.perf_counter()
@@ -249,14 +252,23 @@ def batch_section(B: int, out=None, compact: int = 5):
         loop_s += time.perf_counter() - t0
         same_status += int(s1.status) == int(sol.status[i])
         same_steps += int(s1.num_steps) == int(sol.num_steps[i])
-        dx = max(dx, float(jnp.max(jnp.abs(s1.x - sol.x[i]))))
+        dxi = float(jnp.max(jnp.abs(s1.x - sol.x[i])))
+        dx = max(dx, dxi)
+        both_ok = int(s1.status) == int(sol.status[i]) == Status.SUCCESS
+        dx_solved = max(dx_solved, dxi) if both_ok else dx_solved
+        if dxi > 1e-8 or int(s1.num_steps) != int(sol.num_steps[i]):
+            differ.append(
+                f"lane {i}: status {Status(int(sol.status[i])).name} / {Status(int(s1.status)).name}, "
+                f"steps {int(sol.num_steps[i])} / {int(s1.num_steps)}, max |dx| {dxi:.1e}"
+            )
         ok = int(sol.status[i]) == Status.SUCCESS and _quality(prob, sol.x[i], d) <= TOL
         solved += ok
     steps = np.asarray(sol.num_steps)
     lines = [
-        f"# SQP batch: {B} unicycle scenarios in one jit(vmap) call (T = {T})",
+        f"# SQP batch: {B} unicycle scenarios in one jit(vmap) call (T = {horizon})",
         "",
-        f"`python bench/nlp.py --batch {B}{'' if compact == 5 else f' --compact {compact}'}` on {datetime.date.today()}, float64, "
+        f"`python bench/nlp.py --batch {B}{'' if compact == 5 else f' --compact {compact}'}"
+        f"{'' if horizon == T else f' --horizon {horizon}'}` on {datetime.date.today()}, float64, "
         f"{jax.device_count()} {jax.default_backend()} device(s); KKT tol {TOL}; "
         "scenarios `unicycle_data(split(key(0), B)[i])`, started as the main table's.",
         "",
@@ -272,7 +284,11 @@ def batch_section(B: int, out=None, compact: int = 5):
         f"| lanes with the loop's status | {same_status}/{B} |",
         f"| lanes with the loop's step count | {same_steps}/{B} |",
         f"| largest abs difference in x, batch vs loop | {dx:.1e} |",
+        f"| the same, over the lanes SUCCESS in both | {dx_solved:.1e} |",
         "",
+        *(["Lanes that differ from the loop (batch / loop):", ""] if differ else []),
+        *(f"* {d}" for d in differ),
+        *([""] if differ else []),
     ]
     print("\n".join(lines), flush=True)
     write_results("nlp_batch", "\n".join(lines), quick=False, out=out)

@@ -79,10 +79,12 @@ import numpy as np
 
 from jaxsolve.core import Solution, Status, solve
 from jaxsolve.core.compile_options import LOOP_EMITTERS_O1
+from jaxsolve.core.driver import default_tol
 from jaxsolve.core.protocol import AbstractSolver, hyper
 from jaxsolve.core.validation import check_floating, check_not_half, is_concrete
 from jaxsolve.nlp.hessian import convexified_hessian, damped_bfgs_update
 from jaxsolve.qp import QP, WarmStart, single_qp_solver
+from jaxsolve.qp.solve import solve_lanewise
 
 __all__ = ["SQP", "SQPState", "SQPInfo", "sqp", "minimize_sqp"]
 
@@ -423,7 +425,9 @@ class SQP(AbstractSolver):
             qp = self._subproblem(state)
             warm = state.warm._replace(x=jnp.zeros((n,), dtype), z=jnp.clip(0, qp.l, qp.u))
             qp_tol = None if self.qp_tol is None else hyper(self.qp_tol, dtype)
-            sub = solve(self.qp_solver, warm, qp, tol=qp_tol, max_steps=self.qp_max_steps)
+            # vmapped on CPU, the lanes' subproblems run one after another (solve_lanewise)
+            tol_sub = jnp.asarray(default_tol(np.dtype(dtype)) if qp_tol is None else qp_tol, dtype)
+            sub = solve_lanewise(self.qp_solver, warm, qp, tol_sub, self.qp_max_steps)
             d, y_qp = sub.x, sub.state.y
             qp_status, qp_steps = sub.status, sub.num_steps
             new_warm = WarmStart(sub.state.x, sub.state.y, sub.state.z, sub.state.rho, sub.state.mu)

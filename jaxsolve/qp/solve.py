@@ -11,6 +11,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -107,8 +108,11 @@ def _on_cpu() -> bool:
     return jax.default_backend() == "cpu"
 
 
-def _vmappable_single(solver, x0, qp, tol, max_steps, implicit, batch_kw, history=False):
-    """One QP whose ``jax.vmap`` runs the lockstep batch (CPU).
+def _vmappable_single(
+    solver, x0, qp, tol, max_steps, implicit, batch_kw, history=False, lanes="lockstep"
+):
+    """One QP whose ``jax.vmap`` runs the lockstep batch (CPU), or with ``lanes="map"``
+    the lanes one after another (`solve_lanewise`).
 
     A user's ``jax.jit(jax.vmap(lambda p: solve_qp(p)))`` would otherwise vmap the
     single-QP loop, and XLA:CPU then calls jaxlib's batched LAPACK kernels (Cholesky,
@@ -125,28 +129,34 @@ def _vmappable_single(solver, x0, qp, tol, max_steps, implicit, batch_kw, histor
     ``custom_vmap``.
     """
     tol_a = jnp.asarray(tol, qp.q.dtype)
+    # the solver's arrays are arguments, not closed over: inside an outer solver's
+    # trace (SQP's subproblems) they are tracers, which a custom_vmap may not capture
+    params, static = eqx.partition(solver, eqx.is_array)
 
     @jax.custom_batching.custom_vmap
-    def primal(x0, qp, tol_a):
-        return solve(solver, x0, qp, tol=tol_a, max_steps=max_steps, history=history)
+    def primal(params, x0, qp, tol_a):
+        s = eqx.combine(params, static)
+        return solve(s, x0, qp, tol=tol_a, max_steps=max_steps, history=history)
 
     @primal.def_vmap
-    def _rule(axis_size, in_batched, x0, qp, tol_a):
+    def _rule(axis_size, in_batched, params, x0, qp, tol_a):
         def bcast(v, b):
             return v if b else jnp.broadcast_to(v, (axis_size,) + jnp.shape(v))
 
-        x0b = jax.tree.map(bcast, x0, in_batched[0])
-        qpb = jax.tree.map(bcast, qp, in_batched[1])
-        if in_batched[2] or history:
+        pb = jax.tree.map(bcast, params, in_batched[0])
+        x0b = jax.tree.map(bcast, x0, in_batched[1])
+        qpb = jax.tree.map(bcast, qp, in_batched[2])
+        if in_batched[3] or history or lanes == "map":
             # per-lane tolerances or a per-step history (the lockstep batch takes one tol
             # and records none): the lanes one after another (lax.map), each an unbatched
             # solve, so no batched LAPACK call is made inside the loop
-            tb = tol_a if in_batched[2] else jnp.broadcast_to(tol_a, (axis_size,))
+            tb = tol_a if in_batched[3] else jnp.broadcast_to(tol_a, (axis_size,))
 
             def one(a):
-                return solve(solver, a[0], a[1], tol=a[2], max_steps=max_steps, history=history)
+                s = eqx.combine(a[0], static)
+                return solve(s, a[1], a[2], tol=a[3], max_steps=max_steps, history=history)
 
-            sol = jax.lax.map(one, (x0b, qpb, tb))
+            sol = jax.lax.map(one, (pb, x0b, qpb, tb))
         else:
             sol = solve_qp(
                 qpb,
@@ -160,11 +170,29 @@ def _vmappable_single(solver, x0, qp, tol, max_steps, implicit, batch_kw, histor
         return sol, jax.tree.map(lambda _: True, sol)
 
     if not implicit:
-        return primal(x0, qp, tol_a)
+        return primal(params, x0, qp, tol_a)
     # the solve on constant inputs, then the driver's implicit rule at its end
     # (a jvp of the custom_vmap itself is never taken)
-    x0_const, qp_const = jax.lax.stop_gradient((x0, qp))
-    return _attach(solver, qp, primal(x0_const, qp_const, tol_a))
+    p_const, x0_const, qp_const = jax.lax.stop_gradient((params, x0, qp))
+    return _attach(solver, qp, primal(p_const, x0_const, qp_const, tol_a))
+
+
+def solve_lanewise(solver, x0, qp: QP, tol, max_steps: int) -> Solution:
+    """``solve(solver, x0, qp, tol=tol, max_steps=max_steps)`` for an outer loop (SQP's
+    subproblems) whose ``jax.vmap`` on CPU solves the lanes one after another.
+
+    Under ``vmap`` on CPU the lanes run as ``lax.map`` of the single solve, so each lane
+    is the same program as one solve (a vmapped batch equals the loop lane for lane),
+    keeps its own iteration count and real ``lax.cond`` branches, and makes no batched
+    LAPACK call: jaxlib 0.10's batched kernels, called from a pool worker inside a while
+    loop, can wait for ever (see `_vmappable_single`; a vmapped SQP batch of 16
+    unicycle problems at T = 10 hung so). Elsewhere (GPU, or not vmapped) it is the
+    driver's solve. Differentiated as the driver differentiates FlexQP (implicitly, at
+    the solution).
+    """
+    if not _on_cpu():
+        return solve(solver, x0, qp, tol=tol, max_steps=max_steps)
+    return _vmappable_single(solver, x0, qp, tol, max_steps, True, {}, lanes="map")
 
 
 def _flexqp_settings(hyper: dict, batched: bool) -> dict:
