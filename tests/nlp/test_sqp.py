@@ -188,8 +188,9 @@ def test_vmapped_trajectory_batch_does_not_hang_on_cpu():
     (`jaxsolve.qp.solve.solve_lanewise`). Run in a subprocess with a time limit, so a
     hang fails the test instead of stalling the suite; the run takes about 20 s. The
     lanes that the loop solves in at most 30 steps are solved in the batch too, x within
-    1e-6 (measured: 2e-8 at most; KKT tolerance 1e-6; batched and single products round differently, so a lane
-    may take a step more or less); lanes that wander for 150 steps may drift apart."""
+    1e-6 (measured: 2e-8 at most; KKT tolerance 1e-6; batched and single products
+    round differently, so a lane may take a step more or less); lanes that wander for
+    150 steps may drift apart."""
     import os
     import pathlib
     import subprocess
