@@ -187,12 +187,16 @@ def solve_lanewise(solver, x0, qp: QP, tol, max_steps: int) -> Solution:
     LAPACK call: jaxlib 0.10's batched kernels, called from a pool worker inside a while
     loop, can wait for ever (see `_vmappable_single`; a vmapped SQP batch of 16
     unicycle problems at T = 10 hung so). Elsewhere (GPU, or not vmapped) it is the
-    driver's solve. Differentiated as the driver differentiates FlexQP (implicitly, at
-    the solution).
+    driver's solve. Differentiated as the driver differentiates the solver: implicitly
+    at the solution when it declares ``implicit_root`` and ``optimality`` (FlexQP);
+    another subproblem solver (a host OSQP in ``bench/nlp.py``) runs as it is.
     """
+    from jaxsolve.core.protocol import solver_attr
+
     if not _on_cpu():
         return solve(solver, x0, qp, tol=tol, max_steps=max_steps)
-    return _vmappable_single(solver, x0, qp, tol, max_steps, True, {}, lanes="map")
+    implicit = all(solver_attr(solver, h) is not None for h in ("implicit_root", "optimality"))
+    return _vmappable_single(solver, x0, qp, tol, max_steps, implicit, {}, lanes="map")
 
 
 def _flexqp_settings(hyper: dict, batched: bool) -> dict:

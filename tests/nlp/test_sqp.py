@@ -208,3 +208,40 @@ def test_vmapped_trajectory_batch_does_not_hang_on_cpu():
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
     matched = int(run.stdout.split("matched")[-1])
     assert matched >= 5, run.stdout
+
+
+def test_subproblem_solver_without_implicit_hooks():
+    """A ``qp_solver`` that declares no implicit-differentiation hooks (``implicit_root``,
+    ``optimality``; e.g. a host OSQP) runs as it is, alone and under vmap on CPU, and
+    gives the default subproblem solver's answer (regression: the lane-by-lane path
+    attached FlexQP's implicit rule to every solver)."""
+    from jaxsolve.core.protocol import AbstractSolver
+    from jaxsolve.qp import single_qp_solver
+
+    class Plain(AbstractSolver):
+        inner: object
+
+        def init(self, x0, args):
+            return self.inner.init(x0, args)
+
+        def step(self, state, args):
+            return self.inner.step(state, args)
+
+        def finalize(self, state, args, converged):
+            return self.inner.finalize(state, args, converged)
+
+    fun = lambda x, c: jnp.sum((x - c) ** 2)
+    eq = lambda x, c: jnp.array([jnp.sum(x**2) - 1])
+    ineq = lambda x, c: jnp.array([0.2 - x[0]])
+    with jax.enable_x64(True):
+        cs = jnp.array([[2.0, 1.0], [-1.0, 0.5]])
+        x0 = jnp.array([0.5, 0.5])
+        ref = [solve(sqp(fun, eq, ineq), x0, c, tol=1e-9, max_steps=50) for c in cs]
+        plain = sqp(fun, eq, ineq, qp_solver=Plain(single_qp_solver(1e-8)))
+        run = lambda c: solve(plain, x0, c, tol=1e-9, max_steps=50)
+        batch = jax.jit(jax.vmap(run))(cs)
+        for i, c in enumerate(cs):
+            one = run(c)
+            assert int(one.status) == int(batch.status[i]) == Status.SUCCESS
+            np.testing.assert_allclose(np.asarray(one.x), np.asarray(ref[i].x), atol=1e-9)
+            np.testing.assert_allclose(np.asarray(batch.x[i]), np.asarray(one.x), atol=1e-12)
